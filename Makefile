@@ -1,0 +1,23 @@
+# One entry point for a fresh machine: `make demo` and `make test` install
+# into .venv/ first when needed; `make install` does only that.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: install demo test clean-venv
+
+install: $(STAMP)
+
+$(STAMP): tools/install.sh setup.py requirements/*.txt
+	PYTHON=$(PYTHON) bash tools/install.sh $(VENV)
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(PY) tools/quickstart.py --work-dir work_dirs/quickstart
+
+test: $(STAMP)
+	$(PY) -m pytest tests
+
+clean-venv:
+	rm -rf $(VENV)

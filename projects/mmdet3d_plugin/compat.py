@@ -1,0 +1,142 @@
+"""Fixes for today's torch / mmengine stack, all in one place.
+
+Each fix names the upstream problem it works around and when it can go.
+Applied once, on ``import projects.mmdet3d_plugin``; nothing here edits files
+of another package on disk.
+
+1. Checkpoints on torch >= 2.6 (mmengine issue #1655, fixed on mmengine's main
+   branch, unreleased as of 0.10.7). ``torch.load`` defaults to
+   ``weights_only=True`` and rejects what mmengine puts in its own
+   checkpoints: ``HistoryBuffer`` objects of the message hub, numpy arrays
+   and scalars, and ``getattr(HistoryBuffer, 'min')`` for their statistics.
+   We allow exactly those globals, and replace the pickled ``getattr`` by one
+   that resolves only ``HistoryBuffer`` statistics methods, so arbitrary
+   files still cannot run code. Remove once mmengine > 0.10.7 is required.
+
+2. DDP on a CPU-only torch (mmengine issue #1460 and its ``init_dist`` /
+   ``wrap_model``). ``init_dist`` calls ``torch.cuda.set_device`` and
+   ``Runner.wrap_model`` passes ``device_ids=[LOCAL_RANK]``, which DDP rejects
+   for CPU modules. :func:`init_cpu_dist` starts a gloo process group before
+   the Runner (which then skips ``init_dist``), and
+   :class:`CPUDistributedDataParallel` drops ``device_ids`` for CPU modules.
+   Remove when mmengine handles CPU DDP itself.
+"""
+import datetime
+import os
+from typing import Optional
+
+import numpy as np
+import torch
+import torch.distributed as torch_dist
+from mmengine.logging import HistoryBuffer, print_log
+from mmengine.model import MMDistributedDataParallel
+from mmdet3d.registry import MODEL_WRAPPERS
+
+_HISTORY_BUFFER_METHODS = ('min', 'max', 'current', 'mean')
+
+
+def _history_buffer_getattr(obj, name: str):
+    """Stand-in for ``getattr`` inside weights-only checkpoint loading."""
+    if obj is HistoryBuffer and (name in _HISTORY_BUFFER_METHODS or
+                                 name in HistoryBuffer._statistics_methods):
+        return getattr(obj, name)
+    raise RuntimeError(
+        f'checkpoint loading: refusing getattr({obj!r}, {name!r}); only '
+        'HistoryBuffer statistics methods may be resolved while loading with '
+        'weights_only=True. Load the file with torch.load(..., '
+        'weights_only=False) only if you trust it.')
+
+
+def allow_mmengine_checkpoints() -> None:
+    """Let weights-only ``torch.load`` read mmengine's own checkpoints."""
+    if not hasattr(torch.serialization, 'add_safe_globals'):
+        return  # torch < 2.4 loads everything; nothing to allow.
+    try:
+        from numpy._core import multiarray  # numpy >= 2
+    except ImportError:
+        from numpy.core import multiarray
+    safe = [
+        HistoryBuffer,
+        np.ndarray,
+        np.dtype,
+        (multiarray._reconstruct,
+         'numpy.core.multiarray._reconstruct'),
+        (multiarray.scalar, 'numpy.core.multiarray.scalar'),
+        (_history_buffer_getattr, '__builtin__.getattr'),
+        (_history_buffer_getattr, 'builtins.getattr'),
+    ]
+    # numpy >= 1.25 pickles dtypes by their concrete class.
+    safe += [cls for cls in vars(getattr(np, 'dtypes', object)).values()
+             if isinstance(cls, type) and issubclass(cls, np.dtype)]
+    torch.serialization.add_safe_globals(safe)
+
+
+def init_cpu_dist(backend: str = 'gloo', timeout: Optional[float] = None
+                  ) -> bool:
+    """Start the process group from torchrun / Slurm variables on CPU.
+
+    Call before building the Runner when CUDA is not available; the Runner
+    then finds an initialised group and skips ``init_dist``.
+
+    Args:
+        backend (str): Backend for CPU tensors. Defaults to 'gloo'.
+        timeout (float, optional): Collective timeout in seconds.
+            Defaults to None (torch's default).
+
+    Returns:
+        bool: True if this call initialised the group.
+    """
+    if torch_dist.is_initialized():
+        return False
+    env = os.environ
+    if 'RANK' not in env and 'SLURM_PROCID' in env:
+        env['RANK'] = env['SLURM_PROCID']
+        env['WORLD_SIZE'] = env['SLURM_NTASKS']
+        env['LOCAL_RANK'] = env.get('SLURM_LOCALID', '0')
+        env.setdefault('MASTER_PORT', '29500')
+        env.setdefault('MASTER_ADDR', '127.0.0.1')
+    missing = [k for k in ('RANK', 'WORLD_SIZE', 'MASTER_ADDR', 'MASTER_PORT')
+               if k not in env]
+    if missing:
+        raise RuntimeError(
+            f'init_cpu_dist: environment variables {missing} are not set; '
+            'start distributed runs with tools/dist_train.sh (torchrun) or '
+            'tools/slurm_train.sh, or use --launcher none.')
+    kwargs = {}
+    if timeout is not None:
+        kwargs['timeout'] = datetime.timedelta(seconds=timeout)
+    torch_dist.init_process_group(
+        backend=backend,
+        rank=int(env['RANK']),
+        world_size=int(env['WORLD_SIZE']),
+        **kwargs)
+    print_log(
+        f'initialised a {backend} process group on CPU: rank '
+        f'{env["RANK"]} of {env["WORLD_SIZE"]}',
+        logger='current')
+    return True
+
+
+@MODEL_WRAPPERS.register_module()
+class CPUDistributedDataParallel(MMDistributedDataParallel):
+    """``MMDistributedDataParallel`` that also wraps CPU modules.
+
+    mmengine passes ``device_ids=[LOCAL_RANK]`` to every DDP subclass; DDP
+    requires ``device_ids=None`` for modules on CPU. On GPU modules this
+    behaves exactly like ``MMDistributedDataParallel``.
+
+    Examples:
+        >>> model_wrapper_cfg = dict(
+        ...     type='CPUDistributedDataParallel',
+        ...     find_unused_parameters=False)
+    """
+
+    def __init__(self, module, device_ids=None, **kwargs):
+        on_cpu = all(p.device.type == 'cpu' for p in module.parameters())
+        if on_cpu:
+            device_ids = None
+            kwargs.pop('output_device', None)
+        super().__init__(module=module, device_ids=device_ids, **kwargs)
+
+
+allow_mmengine_checkpoints()
