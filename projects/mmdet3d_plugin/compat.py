@@ -23,6 +23,7 @@ of another package on disk.
 """
 import datetime
 import os
+import pickle
 from typing import Optional
 
 import numpy as np
@@ -30,7 +31,7 @@ import torch
 import torch.distributed as torch_dist
 from mmengine.logging import HistoryBuffer, print_log
 from mmengine.model import MMDistributedDataParallel
-from mmdet3d.registry import MODEL_WRAPPERS
+from mmengine.registry import MODEL_WRAPPERS
 
 _HISTORY_BUFFER_METHODS = ('min', 'max', 'current', 'mean')
 
@@ -40,7 +41,7 @@ def _history_buffer_getattr(obj, name: str):
     if obj is HistoryBuffer and (name in _HISTORY_BUFFER_METHODS or
                                  name in HistoryBuffer._statistics_methods):
         return getattr(obj, name)
-    raise RuntimeError(
+    raise pickle.UnpicklingError(
         f'checkpoint loading: refusing getattr({obj!r}, {name!r}); only '
         'HistoryBuffer statistics methods may be resolved while loading with '
         'weights_only=True. Load the file with torch.load(..., '
@@ -95,6 +96,12 @@ def init_cpu_dist(backend: str = 'gloo', timeout: Optional[float] = None
         env['LOCAL_RANK'] = env.get('SLURM_LOCALID', '0')
         env.setdefault('MASTER_PORT', '29500')
         env.setdefault('MASTER_ADDR', '127.0.0.1')
+    if 'RANK' not in env and 'OMPI_COMM_WORLD_RANK' in env:
+        env['RANK'] = env['OMPI_COMM_WORLD_RANK']
+        env['WORLD_SIZE'] = env['OMPI_COMM_WORLD_SIZE']
+        env['LOCAL_RANK'] = env.get('OMPI_COMM_WORLD_LOCAL_RANK', '0')
+        env.setdefault('MASTER_PORT', '29500')
+        env.setdefault('MASTER_ADDR', '127.0.0.1')
     missing = [k for k in ('RANK', 'WORLD_SIZE', 'MASTER_ADDR', 'MASTER_PORT')
                if k not in env]
     if missing:
@@ -117,6 +124,9 @@ def init_cpu_dist(backend: str = 'gloo', timeout: Optional[float] = None
     return True
 
 
+# Registered in mmengine's root registry, not mmdet3d's: Runner.wrap_model
+# looks the type up with the root registry's ``get``, which does not search
+# child scopes.
 @MODEL_WRAPPERS.register_module()
 class CPUDistributedDataParallel(MMDistributedDataParallel):
     """``MMDistributedDataParallel`` that also wraps CPU modules.

@@ -1,0 +1,220 @@
+"""What ``tools/train.py`` and ``tools/test.py`` do, importable and testable.
+
+The scripts stay thin: they parse arguments with :func:`train_parser` /
+:func:`test_parser` and hand them to :func:`train` / :func:`test`.
+"""
+import argparse
+import importlib
+import logging
+import os
+import os.path as osp
+from typing import Optional
+
+import torch
+from mmengine.config import Config, DictAction
+from mmengine.logging import print_log
+from mmengine.registry import RUNNERS
+from mmengine.runner import Runner
+
+from ..compat import init_cpu_dist
+
+PLUGIN = 'projects.mmdet3d_plugin'
+AMP_CHOICES = ('fp16', 'bf16', 'fp16-static')
+
+
+def _common_args(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument('--work-dir', help='the dir to save logs and models')
+    parser.add_argument(
+        '--cfg-options',
+        nargs='+',
+        action=DictAction,
+        help='override settings of the config, as key=value pairs; lists as '
+        'key="[a,b]" or key=a,b (quotes needed, no spaces)')
+    parser.add_argument(
+        '--launcher',
+        choices=['none', 'pytorch', 'slurm', 'mpi'],
+        default='none',
+        help='job launcher')
+    # torch.distributed.launch passes --local-rank on torch >= 2.0 and
+    # --local_rank before; torchrun passes neither (it sets LOCAL_RANK).
+    parser.add_argument('--local_rank', '--local-rank', type=int, default=0)
+
+
+def train_parser() -> argparse.ArgumentParser:
+    """Flags of mmdet3d 1.4's ``tools/train.py`` plus the plugin's."""
+    parser = argparse.ArgumentParser(description='Train a 3D detector')
+    parser.add_argument('config', help='train config file path')
+    parser.add_argument(
+        '--amp',
+        nargs='?',
+        const='fp16',
+        choices=AMP_CHOICES,
+        help='mixed precision: bare --amp is dynamic fp16 (as in mmdet3d); '
+        'bf16 also runs on CPU; fp16-static uses loss_scale=512.')
+    parser.add_argument(
+        '--accum',
+        type=int,
+        help='gradient accumulation: optimizer step every N iterations')
+    parser.add_argument(
+        '--sync_bn',
+        choices=['none', 'torch', 'mmcv'],
+        default='none',
+        help='convert BatchNorm layers to SyncBatchNorm')
+    parser.add_argument(
+        '--auto-scale-lr',
+        action='store_true',
+        help='scale the LR by world size x batch size x accumulation')
+    parser.add_argument(
+        '--resume',
+        nargs='?',
+        type=str,
+        const='auto',
+        help='resume from this checkpoint, or from the latest one in the '
+        'work dir when no path is given')
+    _common_args(parser)
+    return parser
+
+
+def test_parser() -> argparse.ArgumentParser:
+    """Flags of mmdet3d 1.4's ``tools/test.py`` that apply to LiDAR models."""
+    parser = argparse.ArgumentParser(description='Test (and evaluate) a model')
+    parser.add_argument('config', help='test config file path')
+    parser.add_argument('checkpoint', help='checkpoint file')
+    _common_args(parser)
+    return parser
+
+
+def import_plugins(cfg: Config) -> None:
+    """Import this plugin and the legacy ``plugin_dir`` of a config.
+
+    Configs written for UniAD / BEVFormer say ``plugin = True`` and
+    ``plugin_dir = 'projects/mmdet3d_plugin/'``; the directory is imported as
+    a module relative to the working directory. Configs that import the
+    plugin through ``custom_imports`` were already handled by
+    ``Config.fromfile``.
+    """
+    importlib.import_module(PLUGIN)
+    if not cfg.get('plugin', False):
+        return
+    plugin_dir = cfg.get('plugin_dir')
+    if not plugin_dir:
+        raise ValueError(
+            'config: `plugin = True` needs `plugin_dir`, e.g. '
+            "plugin_dir = 'projects/mmdet3d_plugin/'")
+    module = osp.normpath(plugin_dir).replace(os.sep, '.').strip('.')
+    try:
+        importlib.import_module(module)
+    except ImportError as e:
+        raise ImportError(
+            f'config: cannot import plugin_dir={plugin_dir!r} as module '
+            f'{module!r} ({e}); run from the directory that holds it, or put '
+            'that directory on PYTHONPATH') from e
+    print_log(f'imported plugin_dir {plugin_dir!r}', logger='current')
+
+
+def load(config: str, cfg_options: Optional[dict], launcher: str,
+         work_dir: Optional[str]) -> Config:
+    """Load a config for our tools: plugin, presets, 0.x keys, overrides."""
+    from ..utils import load_config
+    cfg = load_config(config, cfg_options=cfg_options)
+    import_plugins(cfg)
+    cfg.launcher = launcher
+    if work_dir is not None:
+        cfg.work_dir = work_dir
+    elif cfg.get('work_dir', None) is None:
+        cfg.work_dir = osp.join('./work_dirs',
+                                osp.splitext(osp.basename(config))[0])
+    return cfg
+
+
+def setup_distributed(cfg: Config) -> None:
+    """Make ``launcher != 'none'`` work on machines without CUDA.
+
+    Starts a gloo process group (see :func:`compat.init_cpu_dist`) and wraps
+    the model with ``CPUDistributedDataParallel``, keeping the config's
+    ``find_unused_parameters`` and other wrapper settings.
+    """
+    if cfg.launcher == 'none' or torch.cuda.is_available():
+        return
+    dist_cfg = cfg.get('env_cfg', {}).get('dist_cfg', {})
+    init_cpu_dist(timeout=dist_cfg.get('timeout'))
+    wrapper = dict(cfg.get('model_wrapper_cfg') or {})
+    wrapper_type = wrapper.get('type', 'MMDistributedDataParallel')
+    if wrapper_type not in ('MMDistributedDataParallel',
+                            'CPUDistributedDataParallel'):
+        raise ValueError(
+            f'config: model_wrapper_cfg.type={wrapper_type!r} cannot run on '
+            'a machine without CUDA; use MMDistributedDataParallel (the '
+            'default) or run on GPUs')
+    wrapper['type'] = 'CPUDistributedDataParallel'
+    wrapper.setdefault('broadcast_buffers', False)
+    wrapper.setdefault('find_unused_parameters',
+                       cfg.get('find_unused_parameters', False))
+    cfg.model_wrapper_cfg = wrapper
+
+
+def build_runner(cfg: Config) -> Runner:
+    """Build the Runner named by ``runner_type`` (mmengine's by default)."""
+    if 'runner_type' in cfg:
+        return RUNNERS.build(cfg)
+    return Runner.from_cfg(cfg)
+
+
+def _set_local_rank(args: argparse.Namespace) -> None:
+    if 'LOCAL_RANK' not in os.environ:
+        os.environ['LOCAL_RANK'] = str(args.local_rank)
+
+
+def prepare_train(args: argparse.Namespace) -> Config:
+    """Turn parsed train flags into the config the Runner will get."""
+    from ..utils.presets import apply_train_flags
+    _set_local_rank(args)
+    cfg = load(args.config, args.cfg_options, args.launcher, args.work_dir)
+    apply_train_flags(cfg, accum=args.accum, amp=args.amp)
+    if args.sync_bn != 'none':
+        cfg.sync_bn = args.sync_bn
+    if args.auto_scale_lr:
+        if 'base_batch_size' not in cfg.get('auto_scale_lr', {}):
+            raise ValueError(
+                'train: --auto-scale-lr needs `auto_scale_lr = dict('
+                'enable=False, base_batch_size=N)` in the config, N being the '
+                'total batch size the LR was tuned for')
+        cfg.auto_scale_lr.enable = True
+    if args.resume == 'auto':
+        cfg.resume = True
+        cfg.load_from = None
+    elif args.resume is not None:
+        if not osp.isfile(args.resume):
+            raise FileNotFoundError(
+                f'train: --resume {args.resume}: no such checkpoint; give an '
+                'existing .pth file, or bare --resume for the latest one in '
+                'the work dir')
+        cfg.resume = True
+        cfg.load_from = args.resume
+    return cfg
+
+
+def train(args: argparse.Namespace) -> Runner:
+    """Train as mmdet3d's ``tools/train.py`` does, with the plugin's extras."""
+    cfg = prepare_train(args)
+    setup_distributed(cfg)
+    runner = build_runner(cfg)
+    runner.train()
+    return runner
+
+
+def test(args: argparse.Namespace) -> dict:
+    """Test a checkpoint as mmdet3d's ``tools/test.py`` does."""
+    _set_local_rank(args)
+    if not osp.isfile(args.checkpoint):
+        raise FileNotFoundError(
+            f'test: checkpoint {args.checkpoint!r} does not exist')
+    cfg = load(args.config, args.cfg_options, args.launcher, args.work_dir)
+    cfg.load_from = args.checkpoint
+    setup_distributed(cfg)
+    runner = build_runner(cfg)
+    metrics = runner.test()
+    if metrics is None:
+        print_log('test: no metrics were returned', logger='current',
+                  level=logging.WARNING)
+    return metrics

@@ -1,0 +1,133 @@
+"""The stack fixes of ``projects.mmdet3d_plugin.compat``, through real runs."""
+import io
+import os
+import pickle
+import socket
+
+import pytest
+import torch
+import torch.multiprocessing as mp
+from mmengine.logging import HistoryBuffer
+from mmengine.model import BaseModel
+from mmengine.runner import Runner
+from torch import nn
+
+import projects.mmdet3d_plugin  # noqa: F401  applies the fixes
+from projects.mmdet3d_plugin.compat import init_cpu_dist
+
+
+class _Linear(BaseModel):
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 1)
+
+    def forward(self, inputs, data_samples=None, mode='loss'):
+        x = torch.stack(inputs)
+        return dict(loss=(self.fc(x) - x.sum(1, keepdim=True)).pow(2).mean())
+
+
+class _Data(torch.utils.data.Dataset):
+
+    def __len__(self):
+        return 16
+
+    def __getitem__(self, i):
+        g = torch.Generator().manual_seed(i)
+        return dict(inputs=torch.randn(4, generator=g))
+
+
+def _runner(work_dir, max_iters, **kwargs):
+    return Runner(
+        model=_Linear(),
+        work_dir=str(work_dir),
+        train_dataloader=dict(
+            dataset=_Data(),
+            sampler=dict(type='DefaultSampler', shuffle=False),
+            batch_size=2,
+            num_workers=0),
+        optim_wrapper=dict(optimizer=dict(type='SGD', lr=0.05)),
+        train_cfg=dict(by_epoch=False, max_iters=max_iters),
+        default_hooks=dict(
+            checkpoint=dict(type='CheckpointHook', interval=2, by_epoch=False),
+            logger=dict(type='LoggerHook', interval=1)),
+        default_scope='mmdet3d',
+        **kwargs)
+
+
+def test_resume_loads_mmengine_checkpoint_weights_only(tmp_path):
+    full = _runner(tmp_path / 'full', 4)
+    full.train()
+    expected = full.model.fc.weight.detach().clone()
+
+    # torch >= 2.6 loads weights-only by default; the message hub's
+    # HistoryBuffer objects must load without turning safety off.
+    ckpt = torch.load(tmp_path / 'full' / 'iter_2.pth')
+    assert 'message_hub' in ckpt
+
+    resumed = _runner(
+        tmp_path / 'resumed', 4, resume=True,
+        load_from=str(tmp_path / 'full' / 'iter_2.pth'))
+    resumed.train()
+    assert resumed.iter == 4
+    torch.testing.assert_close(resumed.model.fc.weight, expected)
+
+
+class _Evil:
+
+    def __reduce__(self):
+        return (os.system, ('echo pwned',))
+
+
+class _EvilGetattr:
+
+    def __reduce__(self):
+        # Only HistoryBuffer statistics may be resolved through getattr.
+        return (getattr, (HistoryBuffer, '__init__'))
+
+
+@pytest.mark.parametrize('payload', [_Evil(), _EvilGetattr()],
+                         ids=['os.system', 'getattr(os, system)'])
+def test_weights_only_still_refuses_arbitrary_code(payload):
+    buf = io.BytesIO()
+    torch.save({'x': payload}, buf)
+    buf.seek(0)
+    with pytest.raises(pickle.UnpicklingError, match='Weights only load failed|refusing getattr'):
+        torch.load(buf)
+
+
+def _free_port():
+    with socket.socket() as s:
+        s.bind(('127.0.0.1', 0))
+        return s.getsockname()[1]
+
+
+def _ddp_worker(rank, world_size, port, work_dir, out):
+    os.environ.update(
+        MASTER_ADDR='127.0.0.1', MASTER_PORT=str(port), RANK=str(rank),
+        WORLD_SIZE=str(world_size), LOCAL_RANK=str(rank))
+    assert init_cpu_dist()
+    runner = _runner(
+        work_dir, 3, launcher='pytorch',
+        cfg=dict(model_wrapper_cfg=dict(type='CPUDistributedDataParallel')))
+    runner.train()
+    out[rank] = runner.model.module.fc.weight.detach().clone()
+    torch.distributed.destroy_process_group()
+
+
+def test_cpu_ddp_through_runner(tmp_path):
+    manager = mp.Manager()
+    out = manager.dict()
+    mp.spawn(_ddp_worker, args=(2, _free_port(), str(tmp_path), out),
+             nprocs=2, join=True)
+    assert set(out.keys()) == {0, 1}
+    # DDP averaged the gradients: both replicas hold the same weights.
+    torch.testing.assert_close(out[0], out[1])
+
+
+def test_init_cpu_dist_names_missing_variables(monkeypatch):
+    for key in ('RANK', 'WORLD_SIZE', 'MASTER_ADDR', 'MASTER_PORT',
+                'SLURM_PROCID', 'OMPI_COMM_WORLD_RANK'):
+        monkeypatch.delenv(key, raising=False)
+    with pytest.raises(RuntimeError, match=r"init_cpu_dist: .*'RANK'.*dist_train\.sh"):
+        init_cpu_dist()

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Usage: tools/dist_train.sh CONFIG GPUS [train.py args...]
+# Starts GPUS processes on this node with torchrun. Multi-node: set NNODES,
+# NODE_RANK, MASTER_ADDR and PORT (the same PORT and MASTER_ADDR on every
+# node). Without CUDA the processes train on CPU over gloo.
+# DOCTOR=1 runs tools/doctor.py on the config first and stops on a failure.
+set -euo pipefail
+
+CONFIG=$1
+GPUS=$2
+NNODES=${NNODES:-1}
+NODE_RANK=${NODE_RANK:-0}
+PORT=${PORT:-29500}
+MASTER_ADDR=${MASTER_ADDR:-"127.0.0.1"}
+PYTHON=${PYTHON:-python}
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+
+export PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}"
+
+if [ "${DOCTOR:-0}" = 1 ] && [ "$NODE_RANK" = 0 ]; then
+  "$PYTHON" "$ROOT/tools/doctor.py" "$CONFIG" --world-size $((NNODES * GPUS)) \
+    || { echo "dist_train.sh: tools/doctor.py found a failure; fix it or run without DOCTOR=1" >&2; exit 1; }
+fi
+
+exec "$PYTHON" -m torch.distributed.run \
+    --nnodes="$NNODES" \
+    --node_rank="$NODE_RANK" \
+    --master_addr="$MASTER_ADDR" \
+    --nproc_per_node="$GPUS" \
+    --master_port="$PORT" \
+    "$ROOT/tools/train.py" \
+    "$CONFIG" \
+    --launcher pytorch "${@:3}"

@@ -1,0 +1,19 @@
+"""Test and evaluate a checkpoint (mmdet3d 1.4 flags)."""
+import os.path as osp
+import sys
+
+sys.path.insert(0, osp.dirname(osp.dirname(osp.abspath(__file__))))
+
+from projects.mmdet3d_plugin.engine.launch import test, test_parser  # noqa
+
+
+def parse_args():
+    return test_parser().parse_args()
+
+
+def main():
+    test(parse_args())
+
+
+if __name__ == '__main__':
+    main()

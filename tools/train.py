@@ -1,0 +1,19 @@
+"""Train a 3D detector (mmdet3d 1.4 flags plus --accum and --amp MODE)."""
+import os.path as osp
+import sys
+
+sys.path.insert(0, osp.dirname(osp.dirname(osp.abspath(__file__))))
+
+from projects.mmdet3d_plugin.engine.launch import train, train_parser  # noqa
+
+
+def parse_args():
+    return train_parser().parse_args()
+
+
+def main():
+    train(parse_args())
+
+
+if __name__ == '__main__':
+    main()
