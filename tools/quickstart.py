@@ -1,0 +1,34 @@
+"""The main job (``make demo``): generate data, train on 2 CPU processes,
+evaluate with nuscenes-devkit, report."""
+import argparse
+import os.path as osp
+import sys
+
+sys.path.insert(0, osp.dirname(osp.dirname(osp.abspath(__file__))))
+
+from projects.mmdet3d_plugin.engine.quickstart import run_quickstart  # noqa
+
+
+def parse_args():
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument('--work-dir', default='work_dirs/quickstart')
+    parser.add_argument('--data-root', default='data/nuscenes_synthetic')
+    parser.add_argument('--gpus', type=int, default=2,
+                        help='training processes (CPU processes without CUDA)')
+    parser.add_argument('--accum', type=int, default=2, choices=[1, 2, 4, 8])
+    parser.add_argument('--iters', type=int,
+                        help='training iterations (default: the config\'s)')
+    parser.add_argument('--skip-untrained', action='store_true',
+                        help='do not evaluate the untrained model')
+    return parser.parse_args()
+
+
+def main():
+    args = parse_args()
+    run_quickstart(args.work_dir, data_root=args.data_root, gpus=args.gpus,
+                   accum=args.accum, iters=args.iters,
+                   compare_untrained=not args.skip_untrained)
+
+
+if __name__ == '__main__':
+    main()
