@@ -1,0 +1,182 @@
+"""Run mmdet3d's own nuScenes converter on any dataset root.
+
+mmdet3d 1.4.0 ships its converter scripts in the wheel
+(``mmdet3d/.mim/tools/dataset_converters``) but not as an importable package,
+and its info updater (``update_infos_to_v2.update_nuscenes_infos``) opens
+``NuScenes(dataroot='./data/nuscenes')`` whatever root it is given.
+:func:`create_nuscenes_infos` therefore loads the three converter modules
+from the wheel by path and runs them, in the same order as
+``tools/create_data.py nuscenes``, inside a temporary working directory whose
+``data/nuscenes`` holds links to the dataset root. The products are built
+there and renamed into the output directory only when complete.
+
+The hard-coded path can go once mmdet3d passes the root through
+(upstream ``update_infos_to_v2.py``, ``dataroot='./data/nuscenes'``).
+"""
+import contextlib
+import importlib.util
+import os
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+from types import ModuleType
+from typing import Iterator, List, Optional, Union
+
+_CONVERTERS = ('nuscenes_converter', 'update_infos_to_v2',
+               'create_gt_database')
+_VERSION_SPLITS = {'v1.0-mini': ('train', 'val')}
+
+
+def mmdet3d_converter_dir() -> Path:
+    """The folder of the dataset converters shipped in the mmdet3d wheel."""
+    import mmdet3d
+    return Path(mmdet3d.__file__).parent / '.mim' / 'tools' / \
+        'dataset_converters'
+
+
+def load_mmdet3d_converter(name: str) -> ModuleType:
+    """Import one of mmdet3d's dataset converter scripts by file path.
+
+    Args:
+        name (str): Module name, e.g. ``'nuscenes_converter'``.
+
+    Returns:
+        ModuleType: The module, cached in ``sys.modules`` as
+        ``mmdet3d_dataset_converters.<name>``.
+    """
+    if name not in _CONVERTERS:
+        raise ValueError(f'load_mmdet3d_converter: expected one of '
+                         f'{_CONVERTERS}; got {name!r}.')
+    mod_name = f'mmdet3d_dataset_converters.{name}'
+    if mod_name in sys.modules:
+        return sys.modules[mod_name]
+    path = mmdet3d_converter_dir() / f'{name}.py'
+    if not path.is_file():
+        raise FileNotFoundError(
+            f'load_mmdet3d_converter: {path} not found; this needs the '
+            'mmdet3d 1.x wheel, which ships its tools under mmdet3d/.mim.')
+    spec = importlib.util.spec_from_file_location(mod_name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[mod_name] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules[mod_name]
+        raise
+    return module
+
+
+def info_paths(out_dir: Union[str, Path],
+               version: str = 'v1.0-mini',
+               info_prefix: str = 'nuscenes',
+               gt_database: bool = False) -> List[Path]:
+    """The files :func:`create_nuscenes_infos` writes into ``out_dir``."""
+    if version not in _VERSION_SPLITS:
+        raise ValueError(f'create_nuscenes_infos: version must be one of '
+                         f'{tuple(_VERSION_SPLITS)}; got {version!r}.')
+    out = Path(out_dir)
+    paths = [
+        out / f'{info_prefix}_infos_{split}.pkl'
+        for split in _VERSION_SPLITS[version]
+    ]
+    if gt_database:
+        paths += [
+            out / f'{info_prefix}_dbinfos_train.pkl',
+            out / f'{info_prefix}_gt_database'
+        ]
+    return paths
+
+
+@contextlib.contextmanager
+def _working_directory(path: Path) -> Iterator[None]:
+    old = os.getcwd()
+    os.chdir(path)
+    try:
+        yield
+    finally:
+        os.chdir(old)
+
+
+def _replace(src: Path, dst: Path) -> None:
+    """Move ``src`` onto ``dst`` atomically (a folder: nearly so)."""
+    if src.is_dir() and dst.exists():
+        trash = dst.with_name(f'.{dst.name}.old-{os.getpid()}')
+        os.rename(dst, trash)
+        os.rename(src, dst)
+        shutil.rmtree(trash, ignore_errors=True)
+    else:
+        os.replace(src, dst)
+
+
+def create_nuscenes_infos(root_path: Union[str, Path],
+                          out_dir: Optional[Union[str, Path]] = None,
+                          info_prefix: str = 'nuscenes',
+                          version: str = 'v1.0-mini',
+                          max_sweeps: int = 10,
+                          gt_database: bool = False) -> List[Path]:
+    """Create mmdet3d 1.x info files with mmdet3d's own converter.
+
+    Does what ``python tools/create_data.py nuscenes --version v1.0-mini``
+    of mmdet3d does (``create_nuscenes_infos``, then ``update_pkl_infos``
+    for each split, then optionally ``create_groundtruth_database``) for a
+    root anywhere, writing nothing until each product is complete.
+
+    Args:
+        root_path (str | Path): Dataset root holding ``<version>/*.json``,
+            ``samples/``, ``sweeps/`` and ``maps/``.
+        out_dir (str | Path, optional): Where the info files go. Defaults to
+            ``root_path``.
+        info_prefix (str): File name prefix. Defaults to ``'nuscenes'``.
+        version (str): Dataset version. Defaults to ``'v1.0-mini'``.
+        max_sweeps (int): Sweeps per key frame. Defaults to 10.
+        gt_database (bool): Also build the ground-truth database used by
+            ``ObjectSample``. Defaults to False.
+
+    Returns:
+        list[Path]: The files written (see :func:`info_paths`).
+    """
+    wanted = info_paths(
+        out_dir or root_path, version, info_prefix, gt_database=gt_database)
+    if not isinstance(max_sweeps, int) or max_sweeps < 0:
+        raise ValueError('create_nuscenes_infos: max_sweeps must be an int '
+                         f'>= 0; got {max_sweeps!r}.')
+    root = Path(root_path).resolve()
+    if not (root / version).is_dir():
+        raise FileNotFoundError(
+            f'create_nuscenes_infos: no table folder {root / version}; '
+            'point root_path at a nuScenes root (or create one with '
+            'tools/create_synthetic_nuscenes.py).')
+    out = Path(out_dir or root).resolve()
+    out.mkdir(parents=True, exist_ok=True)
+
+    converter = load_mmdet3d_converter('nuscenes_converter')
+    updater = load_mmdet3d_converter('update_infos_to_v2')
+
+    with tempfile.TemporaryDirectory(prefix='.create_data-', dir=out) as tmp:
+        work = Path(tmp) / 'data' / 'nuscenes'
+        work.mkdir(parents=True)
+        for entry in root.iterdir():
+            if entry.name.startswith('.') or entry.name.endswith('.pkl') or \
+                    entry.name.endswith('_gt_database'):
+                continue
+            (work / entry.name).symlink_to(entry)
+        data_root = './data/nuscenes'
+        with _working_directory(Path(tmp)):
+            converter.create_nuscenes_infos(
+                data_root, info_prefix, version=version, max_sweeps=max_sweeps)
+            for split in _VERSION_SPLITS[version]:
+                updater.update_pkl_infos(
+                    'nuscenes',
+                    out_dir=data_root,
+                    pkl_path=f'{data_root}/{info_prefix}_infos_{split}.pkl')
+            if gt_database:
+                from mmengine.registry import init_default_scope
+                init_default_scope('mmdet3d')
+                gt_db = load_mmdet3d_converter('create_gt_database')
+                gt_db.create_groundtruth_database(
+                    'NuScenesDataset', data_root, info_prefix,
+                    f'{info_prefix}_infos_train.pkl')
+        for dst in wanted:
+            _replace(work / dst.name, dst)
+    return wanted
