@@ -17,7 +17,9 @@ VOXELNET = REPO / 'configs/voxelnet/voxelnet_pillar_synthetic.py'
 FAST = {
     'train_dataloader': dict(num_workers=0, persistent_workers=False,
                              batch_size=2),
-    'val_dataloader': dict(num_workers=0, persistent_workers=False),
+    'val_cfg': None,
+    'val_dataloader': None,
+    'val_evaluator': None,
     'test_dataloader': dict(num_workers=0, persistent_workers=False),
     'default_hooks': dict(
         checkpoint=dict(interval=2), logger=dict(interval=1)),
@@ -42,8 +44,7 @@ def _run(cmd, timeout=300, **env):
 
 
 def _config(tmp_path, base, data_root, max_iters):
-    overrides = dict(FAST, train_cfg=dict(max_iters=max_iters,
-                                          val_interval=1000))
+    overrides = dict(FAST, train_cfg=dict(max_iters=max_iters))
     return derived_config(tmp_path / f'{base.stem}_test.py', base, data_root,
                           overrides)
 

@@ -76,11 +76,15 @@ def write_job_config(work_dir: Path, data_root: Path, iters: Optional[int],
         'custom_hooks': [dict(type='DDPUnusedParamHook')],
         'env_cfg': dict(mp_cfg=dict(mp_start_method='spawn')),
         'train_dataloader': loader,
-        'val_dataloader': loader,
         'test_dataloader': loader,
+        # Evaluated once after training, by evaluate(); mmengine's iteration
+        # loop would otherwise also validate at the last iteration.
+        'val_cfg': None,
+        'val_dataloader': None,
+        'val_evaluator': None,
     }
     if iters is not None:
-        overrides['train_cfg'] = dict(max_iters=iters, val_interval=iters)
+        overrides['train_cfg'] = dict(max_iters=iters)
         overrides['default_hooks'] = dict(
             checkpoint=dict(interval=iters))
     return derived_config(
