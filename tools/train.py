@@ -4,7 +4,8 @@ import sys
 
 sys.path.insert(0, osp.dirname(osp.dirname(osp.abspath(__file__))))
 
-from projects.mmdet3d_plugin.engine.launch import train, train_parser  # noqa
+from projects.mmdet3d_plugin.engine.launch import (  # noqa: E402
+    run_tool, train, train_parser)
 
 
 def parse_args():
@@ -12,7 +13,7 @@ def parse_args():
 
 
 def main():
-    train(parse_args())
+    run_tool(train, parse_args())
 
 
 if __name__ == '__main__':

@@ -13,10 +13,13 @@ from typing import Optional
 import torch
 from mmengine.config import Config, DictAction
 from mmengine.logging import print_log
-from mmengine.registry import RUNNERS
 from mmengine.runner import Runner
 
+from mmdet3d.registry import RUNNERS  # finds mmengine's runners too
+
 from ..compat import init_cpu_dist
+from .atomic_checkpoint import use_atomic_checkpoints
+from .tool_errors import run_tool  # noqa: F401  used by tools/*.py
 
 PLUGIN = 'projects.mmdet3d_plugin'
 AMP_CHOICES = ('fp16', 'bf16', 'fp16-static')
@@ -38,6 +41,11 @@ def _common_args(parser: argparse.ArgumentParser) -> None:
     # torch.distributed.launch passes --local-rank on torch >= 2.0 and
     # --local_rank before; torchrun passes neither (it sets LOCAL_RANK).
     parser.add_argument('--local_rank', '--local-rank', type=int, default=0)
+    parser.add_argument(
+        '--debug',
+        action='store_true',
+        help='show the traceback of input errors instead of one error line '
+        '(same as MMDET3D_PLUGIN_DEBUG=1)')
 
 
 def train_parser() -> argparse.ArgumentParser:
@@ -170,6 +178,7 @@ def prepare_train(args: argparse.Namespace) -> Config:
     from ..utils.presets import apply_train_flags
     _set_local_rank(args)
     cfg = load(args.config, args.cfg_options, args.launcher, args.work_dir)
+    use_atomic_checkpoints(cfg)
     apply_train_flags(cfg, accum=args.accum, amp=args.amp)
     if args.sync_bn != 'none':
         cfg.sync_bn = args.sync_bn
