@@ -12,5 +12,7 @@ nothing else.
 """
 from . import compat  # noqa: F401  checkpoint loading and CPU DDP fixes
 from . import datasets  # noqa: F401  registers datasets and transforms
+from . import engine  # noqa: F401  registers the runner and AMP wrapper
 from . import evaluation  # noqa: F401  registers metrics
 from . import hooks  # noqa: F401  registers hooks
+from .utils import load_config  # noqa: F401

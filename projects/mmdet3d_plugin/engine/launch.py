@@ -18,11 +18,12 @@ from mmengine.runner import Runner
 from mmdet3d.registry import RUNNERS  # finds mmengine's runners too
 
 from ..compat import init_cpu_dist
+from ..utils.presets import add_train_flags, apply_train_flags
+from .amp import check_amp_supported
 from .atomic_checkpoint import use_atomic_checkpoints
 from .tool_errors import run_tool  # noqa: F401  used by tools/*.py
 
 PLUGIN = 'projects.mmdet3d_plugin'
-AMP_CHOICES = ('fp16', 'bf16', 'fp16-static')
 
 
 def _common_args(parser: argparse.ArgumentParser) -> None:
@@ -52,17 +53,7 @@ def train_parser() -> argparse.ArgumentParser:
     """Flags of mmdet3d 1.4's ``tools/train.py`` plus the plugin's."""
     parser = argparse.ArgumentParser(description='Train a 3D detector')
     parser.add_argument('config', help='train config file path')
-    parser.add_argument(
-        '--amp',
-        nargs='?',
-        const='fp16',
-        choices=AMP_CHOICES,
-        help='mixed precision: bare --amp is dynamic fp16 (as in mmdet3d); '
-        'bf16 also runs on CPU; fp16-static uses loss_scale=512.')
-    parser.add_argument(
-        '--accum',
-        type=int,
-        help='gradient accumulation: optimizer step every N iterations')
+    add_train_flags(parser)
     parser.add_argument(
         '--sync_bn',
         choices=['none', 'torch', 'mmcv'],
@@ -175,11 +166,11 @@ def _set_local_rank(args: argparse.Namespace) -> None:
 
 def prepare_train(args: argparse.Namespace) -> Config:
     """Turn parsed train flags into the config the Runner will get."""
-    from ..utils.presets import apply_train_flags
     _set_local_rank(args)
     cfg = load(args.config, args.cfg_options, args.launcher, args.work_dir)
     use_atomic_checkpoints(cfg)
     apply_train_flags(cfg, accum=args.accum, amp=args.amp)
+    check_amp_supported(cfg)
     if args.sync_bn != 'none':
         cfg.sync_bn = args.sync_bn
     if args.auto_scale_lr:

@@ -1,0 +1,153 @@
+"""Start-up checks for mixed precision and gradient accumulation.
+
+mmengine's ``AmpOptimWrapper`` asserts deep inside the Runner when no GPU is
+present; :func:`check_amp_supported` says the same before anything is built,
+naming the preset and the alternatives.
+"""
+import logging
+from typing import Dict, Optional, Union
+
+import torch
+from mmengine.config import Config
+from mmengine.device import (is_cuda_available, is_mlu_available,
+                             is_musa_available, is_npu_available)
+from mmengine.logging import print_log
+from torch import nn
+from torch.nn.modules.batchnorm import _BatchNorm
+
+from ..utils.presets import is_multi_wrapper
+
+#: Wrapper types that need a GPU-like device (mmengine asserts on CPU).
+_DEVICE_AMP_TYPES = ('AmpOptimWrapper', 'mmengine.AmpOptimWrapper')
+_BF16_TYPES = ('BF16AmpOptimWrapper', 'mmdet3d.BF16AmpOptimWrapper')
+
+
+def _accelerator_available() -> bool:
+    return (is_cuda_available() or is_npu_available() or is_mlu_available()
+            or is_musa_available())
+
+
+def _precision_name(optim_wrapper: Dict) -> str:
+    """Name the preset / flag a wrapper config corresponds to."""
+    wrapper_type = optim_wrapper.get('type', 'OptimWrapper')
+    dtype = optim_wrapper.get('dtype')
+    if wrapper_type in _BF16_TYPES:
+        return "preset 'bf16' (--amp bf16)"
+    if wrapper_type in _DEVICE_AMP_TYPES:
+        if dtype in ('bfloat16', torch.bfloat16):
+            return "AmpOptimWrapper with dtype='bfloat16'"
+        loss_scale = optim_wrapper.get('loss_scale', 'dynamic')
+        if loss_scale == 'dynamic':
+            return "preset 'fp16_dynamic' (--amp / --amp fp16)"
+        if loss_scale == 512.:
+            return ("preset 'fp16' (--amp fp16-static, or 0.x "
+                    'fp16=dict(loss_scale=512.))')
+        return f'AmpOptimWrapper (loss_scale={loss_scale!r})'
+    return f'optim_wrapper.type={wrapper_type!r}'
+
+
+def _wrappers(optim_wrapper: Dict):
+    if not is_multi_wrapper(optim_wrapper):
+        return [optim_wrapper]
+    return [w for w in optim_wrapper.values() if isinstance(w, dict)]
+
+
+def check_amp_supported(cfg: Union[Config, Dict]) -> None:
+    """Stop early if the config's mixed precision cannot run here.
+
+    Call right after loading the config; :class:`PluginRunner` calls it
+    again before building the optimizer wrapper.
+
+    Args:
+        cfg (Config | dict): Config holding ``optim_wrapper``.
+
+    Raises:
+        RuntimeError: If float16 AMP (``AmpOptimWrapper``) is configured and
+            no CUDA (or NPU/MLU/MUSA) device is available, or bfloat16 is
+            configured on a CUDA GPU without bfloat16 support.
+    """
+    optim_wrapper = cfg.get('optim_wrapper')
+    if not optim_wrapper:
+        return
+    for wrapper in _wrappers(optim_wrapper):
+        wrapper_type = wrapper.get('type', 'OptimWrapper')
+        name = _precision_name(wrapper)
+        if wrapper_type in _DEVICE_AMP_TYPES and \
+                not _accelerator_available():
+            if wrapper.get('dtype') in ('bfloat16', torch.bfloat16):
+                fix = ("use preset 'bf16' (--amp bf16), whose "
+                       'BF16AmpOptimWrapper runs bfloat16 autocast on CPU')
+            else:
+                fix = ("float16 autocast needs a GPU: use preset 'bf16' "
+                       '(--amp bf16; bfloat16 autocast runs on CPU) or no '
+                       'AMP preset (float32)')
+            raise RuntimeError(
+                f'AMP check: {name} sets optim_wrapper.type='
+                f'{wrapper_type!r}, which needs a CUDA GPU, but '
+                'torch.cuda.is_available() is False on this machine; '
+                f'{fix}.')
+        if wrapper_type in _BF16_TYPES and is_cuda_available() and \
+                not torch.cuda.is_bf16_supported():
+            raise RuntimeError(
+                f'AMP check: {name} needs bfloat16, which this GPU '
+                f'({torch.cuda.get_device_name()}) does not support (Ampere '
+                "or newer does); use preset 'fp16_dynamic' (--amp fp16) or "
+                'no AMP preset.')
+
+
+def warn_accumulation_with_batchnorm(model: nn.Module,
+                                     cfg: Union[Config, Dict]) -> bool:
+    """Warn once if gradients are accumulated through BatchNorm layers.
+
+    BatchNorm normalises over the samples of one forward pass, so with
+    accumulation its statistics come from the per-GPU batch, not from the
+    batch an update sees; results can differ from a truly larger batch.
+
+    Args:
+        model (nn.Module): The model (wrapped or not).
+        cfg (Config | dict): Config holding ``optim_wrapper`` and, for the
+            message, ``train_dataloader.batch_size``.
+
+    Returns:
+        bool: True if a warning was logged.
+    """
+    optim_wrapper = cfg.get('optim_wrapper') or {}
+    counts = max([w.get('accumulative_counts', 1)
+                  for w in _wrappers(optim_wrapper)] or [1])
+    if counts <= 1:
+        return False
+    norms = [name for name, module in model.named_modules()
+             if isinstance(module, _BatchNorm)]
+    if not norms:
+        return False
+    batch = (cfg.get('train_dataloader') or {}).get('batch_size', '?')
+    sync = [name for name, module in model.named_modules()
+            if isinstance(module, nn.SyncBatchNorm)]
+    over = 'the batch of all GPUs (SyncBatchNorm)' if sync and len(
+        sync) == len(norms) else f'{batch} samples per GPU'
+    print_log(
+        f'gradient accumulation x{counts} with {len(norms)} BatchNorm '
+        f'layer(s) (e.g. {norms[0]}): they normalise over {over}, not over '
+        f'the {counts}x larger batch each update sees, so results can differ '
+        'slightly from training with that batch. Prefer a larger per-GPU '
+        'batch when memory allows; with several GPUs, --cfg-options '
+        "sync_bn=torch makes BatchNorm statistics span all GPUs.",
+        logger='current',
+        level=logging.WARNING)
+    return True
+
+
+def accumulative_counts_of(cfg: Union[Config, Dict]) -> Optional[int]:
+    """``optim_wrapper.accumulative_counts`` of a single-wrapper config.
+
+    Args:
+        cfg (Config | dict): Config holding ``optim_wrapper``.
+
+    Returns:
+        int | None: The count (1 if unset), or None without optim_wrapper.
+    """
+    optim_wrapper = cfg.get('optim_wrapper')
+    if not optim_wrapper:
+        return None
+    return max([w.get('accumulative_counts', 1)
+                for w in _wrappers(optim_wrapper)] or [1])

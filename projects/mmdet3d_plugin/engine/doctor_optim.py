@@ -1,0 +1,244 @@
+"""Doctor checks of optimisation: mixed precision possible here, gradient
+accumulation through BatchNorm, the effective batch and LR, finite losses."""
+import math
+from typing import Dict, List, Optional, Tuple
+
+from .doctor_context import (CheckResult, DoctorContext, failed, one_line,
+                             passed, warned)
+
+_FP16_TYPES = ('AmpOptimWrapper', 'mmengine.AmpOptimWrapper')
+_BF16_TYPES = ('BF16AmpOptimWrapper', 'mmdet3d.BF16AmpOptimWrapper')
+
+
+def _single_wrapper(cfg) -> Optional[Dict]:
+    optim_wrapper = cfg.get('optim_wrapper')
+    if not optim_wrapper:
+        return None
+    if 'optimizer' in optim_wrapper or 'type' in optim_wrapper:
+        return optim_wrapper
+    first = [w for w in optim_wrapper.values() if isinstance(w, dict)]
+    return first[0] if first else None
+
+
+def precision_of(optim_wrapper: Dict) -> str:
+    """'float32', 'float16' or 'bfloat16' for an optimizer wrapper config."""
+    import torch
+    kind = optim_wrapper.get('type', 'OptimWrapper')
+    dtype = optim_wrapper.get('dtype')
+    if kind in _BF16_TYPES or dtype in ('bfloat16', torch.bfloat16):
+        return 'bfloat16'
+    if kind in _FP16_TYPES or dtype in ('float16', torch.float16):
+        return 'float16'
+    return 'float32'
+
+
+def machine_precisions() -> List[str]:
+    """Autocast dtypes that run on this machine (tried on a tiny matmul)."""
+    import torch
+    device = 'cuda' if torch.cuda.is_available() else 'cpu'
+    out = ['float32']
+    for name, dtype in (('float16', torch.float16),
+                        ('bfloat16', torch.bfloat16)):
+        if name == 'float16' and device == 'cpu':
+            continue  # mmengine's AmpOptimWrapper refuses CPU
+        if name == 'bfloat16' and device == 'cuda' and \
+                not torch.cuda.is_bf16_supported():
+            continue
+        try:
+            with torch.autocast(device_type=device, dtype=dtype):
+                a = torch.ones(4, 4, device=device)
+                product = a @ a
+            if product.dtype == dtype:
+                out.append(name)
+        except (RuntimeError, ValueError):
+            continue
+    return out
+
+
+def check_amp(ctx: DoctorContext) -> CheckResult:
+    """The configured precision runs on this machine."""
+    import torch
+
+    from .amp import check_amp_supported
+    optim_wrapper = _single_wrapper(ctx.cfg)
+    possible = machine_precisions()
+    device = 'CUDA' if torch.cuda.is_available() else 'CPU'
+    here = f'this {device} machine runs {", ".join(possible)}'
+    if optim_wrapper is None:
+        ctx.provide('amp_ok', True)
+        return passed('optim.amp', f'no optim_wrapper; {here}')
+    precision = precision_of(optim_wrapper)
+    kind = optim_wrapper.get('type', 'OptimWrapper')
+    try:
+        check_amp_supported(ctx.cfg)
+    except RuntimeError as exc:
+        ctx.provide('amp_ok', False)
+        message = str(exc).split(': ', 1)[-1].split('; ', 1)[0]
+        if precision == 'float16' or 'bfloat16' not in possible:
+            fix = ("use presets = ['bf16'] (--amp bf16; bfloat16 autocast "
+                   'runs on CPU) or drop the float16 preset / --amp, or run '
+                   'on a CUDA machine')
+        else:
+            fix = ("use presets = ['fp16_dynamic'] (--amp fp16) on this GPU, "
+                   'or drop the AMP preset')
+        return failed('optim.amp', one_line(f'{message}; {here}'), fix)
+    if precision not in possible:
+        ctx.provide('amp_ok', False)
+        return failed(
+            'optim.amp', f'{kind} trains in {precision}, but {here}',
+            "use presets = ['bf16'] or no AMP preset")
+    ctx.provide('amp_ok', True)
+    return passed('optim.amp', f'{kind} trains in {precision}; {here}')
+
+
+def check_accumulation_bn(ctx: DoctorContext) -> CheckResult:
+    """Gradient accumulation through BatchNorm layers (a warning)."""
+    from mmengine.logging import MMLogger
+    from torch.nn.modules.batchnorm import _BatchNorm
+
+    from .amp import (accumulative_counts_of,
+                      warn_accumulation_with_batchnorm)
+    model = ctx.artifacts['runner'].model
+    counts = accumulative_counts_of(ctx.cfg) or 1
+    norms = [n for n, m in model.named_modules() if isinstance(m, _BatchNorm)]
+    if counts <= 1:
+        return passed('optim.accumulation_bn',
+                      f'no gradient accumulation ({len(norms)} BatchNorm '
+                      'layers normalise over the whole per-GPU batch)')
+    logger = MMLogger.get_current_instance()
+    level = logger.level
+    logger.setLevel('ERROR')  # the checklist line says it instead
+    try:
+        warns = warn_accumulation_with_batchnorm(model, ctx.cfg)
+    finally:
+        logger.setLevel(level)
+    if not warns:
+        return passed(
+            'optim.accumulation_bn', f'accumulation x{counts} and no '
+            f'BatchNorm layer: updates match a {counts}x larger batch')
+    batch = (ctx.cfg.get('train_dataloader') or {}).get('batch_size', '?')
+    return warned(
+        'optim.accumulation_bn', f'accumulation x{counts} with {len(norms)} '
+        f'BatchNorm layer(s) (e.g. {norms[0]}): they normalise over the '
+        f'{batch} samples of one iteration, not the {counts}x larger batch '
+        'of an update, so results can differ from a truly larger batch',
+        'prefer a larger train_dataloader.batch_size with fewer '
+        'accumulation steps when memory allows; with several GPUs, '
+        "sync_bn = 'torch' makes the statistics span all GPUs")
+
+
+def _counts_accumulation(cfg) -> bool:
+    """Whether the config's Runner counts accumulation in auto_scale_lr."""
+    from mmdet3d.registry import RUNNERS
+
+    from .runner import PluginRunner
+    kind = cfg.get('runner_type')
+    if not kind:
+        return False
+    cls = RUNNERS.get(kind) if isinstance(kind, str) else kind
+    return isinstance(cls, type) and issubclass(cls, PluginRunner)
+
+
+def lr_plan(cfg, world_size: int) -> Tuple[Dict, List[str]]:
+    """Effective batch and the LR with and without auto-scaling.
+
+    Returns:
+        tuple[dict, list[str]]: Numbers (``base_lr``, ``batch_size``,
+        ``accumulative_counts``, ``effective_batch``, ``base_batch_size``,
+        ``scaled_lr``, ``enabled``, ``run_lr``), and problems found.
+    """
+    from .amp import accumulative_counts_of
+    from .lr_scaling import effective_batch_size, effective_lr
+    problems = []
+    wrapper = _single_wrapper(cfg) or {}
+    base_lr = (wrapper.get('optimizer') or {}).get('lr')
+    batch_size = int((cfg.get('train_dataloader') or {}).get('batch_size', 1))
+    counts = int(accumulative_counts_of(cfg) or 1)
+    counted = _counts_accumulation(cfg)
+    effective = effective_batch_size(world_size, batch_size, counts)
+    auto = cfg.get('auto_scale_lr') or {}
+    base_bs = auto.get('base_batch_size')
+    enabled = bool(auto.get('enable', False))
+    scaled = None
+    if base_lr is not None and base_bs:
+        scaled = effective_lr(base_lr, base_bs, world_size, batch_size,
+                              counts if counted else 1)
+    run_lr = scaled if enabled and scaled is not None else base_lr
+    if counts > 1 and enabled and not counted:
+        problems.append('accumulation')
+    return dict(
+        base_lr=base_lr,
+        batch_size=batch_size,
+        accumulative_counts=counts,
+        effective_batch=effective,
+        base_batch_size=base_bs,
+        scaled_lr=scaled,
+        enabled=enabled,
+        run_lr=run_lr), problems
+
+
+def check_lr(ctx: DoctorContext) -> CheckResult:
+    """The effective batch size and the LR the run will use."""
+    ws = ctx.options.world_size
+    plan, problems = lr_plan(ctx.cfg, ws)
+    batch = (f'effective batch = world size {ws} x batch_size '
+             f'{plan["batch_size"]} x accumulation '
+             f'{plan["accumulative_counts"]} = {plan["effective_batch"]}')
+    if plan['base_lr'] is None:
+        return warned('optim.lr', f'{batch}; the optimizer sets no lr',
+                      'set optim_wrapper.optimizer.lr')
+    base_bs = plan['base_batch_size']
+    if not base_bs:
+        return warned(
+            'optim.lr', f'{batch}; LR {plan["base_lr"]:g} as configured; '
+            'auto_scale_lr.base_batch_size is not set, so nothing says which '
+            'batch the LR was tuned for',
+            'auto_scale_lr = dict(enable=False, base_batch_size=<total batch '
+            'the LR was tuned for, e.g. 32>)')
+    scaled = plan['scaled_lr']
+    both = (f'{batch}; LR {plan["base_lr"]:g} tuned for batch {base_bs}, '
+            f'{scaled:.4g} with auto-scale')
+    if problems:
+        return warned(
+            'optim.lr', f'{both}, but runner_type={ctx.cfg.runner_type!r} '
+            'leaves the accumulation out of auto_scale_lr',
+            "runner_type = 'PluginRunner' (the default of the plugin's "
+            'load_config) scales by world size x batch x accumulation')
+    if plan['enabled']:
+        return passed('optim.lr', f'{both}: the run uses {scaled:.4g} '
+                      '(auto_scale_lr on)')
+    if plan['effective_batch'] == base_bs:
+        return passed(
+            'optim.lr', f'{both}: the run uses {plan["base_lr"]:g} '
+            '(auto_scale_lr off, batch matches)')
+    return warned(
+        'optim.lr', f'{both}: the run uses {plan["base_lr"]:g} (auto_scale_lr '
+        f'off) for a batch of {plan["effective_batch"]}',
+        f'auto_scale_lr = dict(enable=True, base_batch_size={base_bs}) (or '
+        f'tools/train.py --auto-scale-lr) to train with LR {scaled:.4g}, or '
+        f'set optim_wrapper.optimizer.lr={scaled:.4g}')
+
+
+def check_loss(ctx: DoctorContext) -> CheckResult:
+    """The losses stay finite over the iterations."""
+    losses = ctx.artifacts['train_stats']['losses']
+    bad = [(i, name, value) for i, row in enumerate(losses)
+           for name, value in row.items() if not math.isfinite(value)]
+    if bad:
+        listed = ', '.join(f'{name}={value} at iteration {i + 1}'
+                           for i, name, value in bad[:4])
+        return failed(
+            'optim.loss', f'non-finite losses: {listed}',
+            'lower optim_wrapper.optimizer.lr or add optim_wrapper.clip_grad='
+            "dict(max_norm=35, norm_type=2); with float16 use preset "
+            "'fp16_dynamic'; check the data for NaN/inf points and empty "
+            'boxes')
+    names = [k for k in losses[-1] if k != 'loss']
+    total = [row.get('loss') for row in losses]
+    shown = ', '.join(f'{v:.4g}' for v in total if v is not None)
+    parts = f' ({", ".join(names[:8])}{", ..." if len(names) > 8 else ""})' \
+        if names else ''
+    return passed(
+        'optim.loss',
+        one_line(f'finite in all {len(losses)} iterations: loss {shown}'
+                 f'{parts}'))

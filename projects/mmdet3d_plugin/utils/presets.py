@@ -1,0 +1,425 @@
+"""Composable training presets: gradient accumulation and mixed precision.
+
+mmengine refuses two ``_base_`` files that set the same key, so a preset
+cannot be listed beside a model config (both set ``optim_wrapper``). Instead
+a config names its presets::
+
+    _base_ = ['mmdet3d::centerpoint/centerpoint_pillar02_second_secfpn_'
+              '8xb4-cyclic-20e_nus-3d.py']
+    presets = ['grad_accum_x4', 'fp16']
+
+and :func:`projects.mmdet3d_plugin.load_config` merges the files of
+``configs/_base_/presets/`` onto the config in order. The merge is a deep
+merge into ``optim_wrapper``: the base's ``optimizer``, ``clip_grad``,
+``paramwise_cfg`` and ``constructor`` are kept. A precision preset defines the
+precision completely: it replaces the base's ``type``, ``dtype`` and
+``loss_scale``.
+"""
+import argparse
+import copy
+import numbers
+import os
+import os.path as osp
+from typing import Dict, List, Optional, Sequence, Union
+
+from mmengine.config import Config, ConfigDict
+from mmengine.logging import print_log
+
+#: Folder of the preset files: ``configs/_base_/presets`` of the checkout
+#: the package is installed from (``pip install -e .``).
+PRESET_DIR = osp.abspath(
+    osp.join(
+        osp.dirname(__file__), '..', '..', '..', 'configs', '_base_',
+        'presets'))
+
+#: Presets that choose the gradient accumulation; at most one may be used.
+ACCUMULATION_PRESETS = ('grad_accum_x2', 'grad_accum_x4', 'grad_accum_x8')
+#: Presets that choose the numeric precision; at most one may be used.
+PRECISION_PRESETS = ('fp16', 'fp16_dynamic', 'bf16')
+
+#: ``--amp`` choices of tools/train.py and the preset each one applies. A
+#: bare ``--amp`` means 'fp16' (dynamic loss scale), as in mmdet3d.
+AMP_FLAG_PRESETS = {
+    'fp16': 'fp16_dynamic',
+    'fp16-static': 'fp16',
+    'bf16': 'bf16',
+}
+
+#: Optim wrapper types whose ``loss_scale`` is checked (other custom types
+#: are left to their own validation).
+_LOSS_SCALE_TYPES = ('AmpOptimWrapper', 'mmengine.AmpOptimWrapper',
+                     'ApexOptimWrapper', 'mmengine.ApexOptimWrapper')
+_NO_LOSS_SCALE_TYPES = ('OptimWrapper', 'mmengine.OptimWrapper',
+                        'BF16AmpOptimWrapper', 'mmdet3d.BF16AmpOptimWrapper')
+_GRAD_SCALER_ARGS = ('init_scale', 'growth_factor', 'backoff_factor',
+                     'growth_interval', 'enabled')
+_VALID_DTYPES = ('float16', 'bfloat16', 'float32', 'float64')
+
+
+def known_presets() -> List[str]:
+    """Names of the preset files in :data:`PRESET_DIR`, sorted.
+
+    Returns:
+        list[str]: Preset names without the ``.py`` suffix.
+    """
+    if not osp.isdir(PRESET_DIR):
+        return []
+    return sorted(
+        osp.splitext(name)[0] for name in os.listdir(PRESET_DIR)
+        if name.endswith('.py') and not name.startswith('_'))
+
+
+def load_preset(name: str) -> Dict:
+    """Read one preset file.
+
+    Args:
+        name (str): Preset name, e.g. ``'grad_accum_x4'``, or a path to a
+            ``.py`` file written in the same form.
+
+    Returns:
+        dict: The preset's keys (plain dicts).
+
+    Raises:
+        ValueError: If no preset of that name exists.
+    """
+    if not isinstance(name, str):
+        raise TypeError(
+            f'presets: expected preset names as strings, got {name!r} '
+            f'({type(name).__name__}); write e.g. presets = '
+            "['grad_accum_x4', 'fp16'].")
+    if name.endswith('.py') and osp.isfile(name):
+        path = name
+    else:
+        path = osp.join(PRESET_DIR, f'{name}.py')
+        if not osp.isfile(path):
+            known = known_presets()
+            if not known:
+                raise ValueError(
+                    f'presets: unknown preset {name!r}: no preset files '
+                    f'found in {PRESET_DIR}; install the plugin from its '
+                    'checkout with `pip install -e .` so configs/ is there.')
+            raise ValueError(
+                f'presets: unknown preset {name!r}; known presets are '
+                f'{known}. Fix the name in `presets = [...]` or in --amp / '
+                '--accum.')
+    return Config.fromfile(path).to_dict()
+
+
+def is_multi_wrapper(optim_wrapper: Dict) -> bool:
+    """Whether an ``optim_wrapper`` config holds several wrappers (one per
+    optimizer, built into an ``OptimWrapperDict``)."""
+    return ('optimizer' not in optim_wrapper and 'type' not in optim_wrapper
+            and any(
+                isinstance(v, dict) and 'optimizer' in v
+                for v in optim_wrapper.values()))
+
+
+def _optim_wrapper_of(cfg: Union[Config, Dict], where: str) -> Dict:
+    """Return ``cfg['optim_wrapper']`` or explain why presets cannot use
+    it."""
+    optim_wrapper = cfg.get('optim_wrapper')
+    if optim_wrapper is None:
+        raise ValueError(
+            f'{where}: the config has no `optim_wrapper`; presets and '
+            '--accum/--amp change an existing optimizer wrapper. Inherit a '
+            'model config that defines one (its schedule) or write '
+            "optim_wrapper = dict(type='OptimWrapper', optimizer=...).")
+    if is_multi_wrapper(optim_wrapper):
+        raise ValueError(
+            f'{where}: `optim_wrapper` holds several optimizer wrappers '
+            f'({sorted(optim_wrapper)}); presets apply to a single wrapper. '
+            'Set accumulative_counts / type / loss_scale in each wrapper '
+            'by hand.')
+    return optim_wrapper
+
+
+def validate_optim_wrapper(cfg: Union[Config, Dict],
+                           where: str = 'optim_wrapper') -> None:
+    """Check the accumulation and precision keys of ``cfg.optim_wrapper``.
+
+    Converts an integer ``loss_scale`` to float in place (mmengine's
+    ``AmpOptimWrapper`` raises TypeError on ``loss_scale=512``).
+
+    Args:
+        cfg (Config | dict): Config holding ``optim_wrapper``. A config
+            without it passes.
+        where (str): Context prefix of error messages, e.g. the preset or
+            flag that set the values. Defaults to 'optim_wrapper'.
+
+    Raises:
+        ValueError: If ``accumulative_counts`` is not a positive integer, or
+            ``loss_scale`` is not a positive number, 'dynamic' or a dict of
+            ``GradScaler`` arguments, or ``dtype`` is unknown.
+        TypeError: If the values have the wrong type.
+    """
+    optim_wrapper = cfg.get('optim_wrapper')
+    if not optim_wrapper:
+        return
+    if is_multi_wrapper(optim_wrapper):
+        # Several wrappers (OptimWrapperDict): check each one.
+        for name, sub in optim_wrapper.items():
+            if isinstance(sub, dict):
+                validate_optim_wrapper(
+                    dict(optim_wrapper=sub), f'{where}.{name}')
+        return
+
+    counts = optim_wrapper.get('accumulative_counts', 1)
+    if (isinstance(counts, bool) or not isinstance(counts, numbers.Integral)
+            or counts < 1):
+        raise ValueError(
+            f'{where}: optim_wrapper.accumulative_counts must be a positive '
+            f'integer (1 = no accumulation), got {counts!r}. Use a preset '
+            "'grad_accum_x2'/'grad_accum_x4'/'grad_accum_x8' or --accum N "
+            'with N >= 1.')
+
+    wrapper_type = optim_wrapper.get('type', 'OptimWrapper')
+    if 'loss_scale' in optim_wrapper:
+        if wrapper_type in _NO_LOSS_SCALE_TYPES:
+            raise ValueError(
+                f'{where}: optim_wrapper.loss_scale is only used by '
+                'AmpOptimWrapper (float16), but optim_wrapper.type is '
+                f'{wrapper_type!r}. Use preset \'fp16\' or \'fp16_dynamic\' '
+                '(which set the type), or remove loss_scale.')
+        if wrapper_type in _LOSS_SCALE_TYPES:
+            optim_wrapper['loss_scale'] = _checked_loss_scale(
+                optim_wrapper['loss_scale'], where)
+
+    dtype = optim_wrapper.get('dtype')
+    if dtype is not None and isinstance(dtype, str) and \
+            dtype not in _VALID_DTYPES:
+        raise ValueError(
+            f'{where}: optim_wrapper.dtype must be one of {_VALID_DTYPES} or '
+            f"None, got {dtype!r}. Use preset 'fp16' or 'bf16'.")
+
+
+def _checked_loss_scale(loss_scale, where: str):
+    """Validate one ``loss_scale`` value and return it (ints as floats)."""
+    fix = ("use a positive number (static scale, e.g. 512.), 'dynamic', "
+           'or a dict of torch GradScaler arguments, e.g. '
+           'dict(init_scale=512., growth_interval=2000)')
+    if isinstance(loss_scale, str):
+        if loss_scale != 'dynamic':
+            raise ValueError(
+                f'{where}: optim_wrapper.loss_scale={loss_scale!r} is not '
+                f'valid; {fix}.')
+        return loss_scale
+    if isinstance(loss_scale, dict):
+        unknown = sorted(set(loss_scale) - set(_GRAD_SCALER_ARGS))
+        if unknown:
+            raise ValueError(
+                f'{where}: optim_wrapper.loss_scale has unknown GradScaler '
+                f'arguments {unknown}; allowed are {list(_GRAD_SCALER_ARGS)}.')
+        init_scale = loss_scale.get('init_scale', 2.**16)
+        if (isinstance(init_scale, bool)
+                or not isinstance(init_scale, numbers.Real)
+                or init_scale <= 0):
+            raise ValueError(
+                f'{where}: optim_wrapper.loss_scale.init_scale must be a '
+                f'positive number, got {init_scale!r}.')
+        out = dict(loss_scale)
+        if 'init_scale' in out:
+            out['init_scale'] = float(init_scale)
+        return out
+    if isinstance(loss_scale, bool) or not isinstance(loss_scale,
+                                                      numbers.Real):
+        raise TypeError(
+            f'{where}: optim_wrapper.loss_scale must be a number, '
+            f"'dynamic' or a dict, got {loss_scale!r} "
+            f'({type(loss_scale).__name__}); {fix}.')
+    if not loss_scale > 0:
+        raise ValueError(
+            f'{where}: optim_wrapper.loss_scale must be positive, got '
+            f'{loss_scale!r}; {fix}.')
+    return float(loss_scale)
+
+
+def _merge_preset(cfg: Config, preset: Dict, name: str) -> None:
+    """Deep-merge one preset into ``cfg`` in place."""
+    preset = copy.deepcopy(preset)
+    ow_preset = preset.get('optim_wrapper')
+    if ow_preset is not None:
+        optim_wrapper = _optim_wrapper_of(cfg, f'preset {name!r}')
+        if 'type' in ow_preset:
+            # A precision preset defines the precision completely.
+            for key in ('dtype', 'loss_scale'):
+                optim_wrapper.pop(key, None)
+    cfg.merge_from_dict(preset)
+
+
+def _describe(cfg: Config) -> str:
+    """One-line summary of the accumulation and precision of ``cfg``."""
+    ow = cfg.get('optim_wrapper') or {}
+    parts = [f"type={ow.get('type', 'OptimWrapper')}"]
+    for key in ('accumulative_counts', 'dtype', 'loss_scale'):
+        if key in ow:
+            parts.append(f'{key}={ow[key]!r}')
+    return 'optim_wrapper: ' + ', '.join(parts)
+
+
+def _accumulative_counts(cfg: Config) -> int:
+    return (cfg.get('optim_wrapper') or {}).get('accumulative_counts', 1)
+
+
+def _check_exclusive(names: Sequence[str]) -> None:
+    for group, label in ((ACCUMULATION_PRESETS, 'accumulation'),
+                         (PRECISION_PRESETS, 'precision')):
+        chosen = [n for n in names if n in group]
+        if len(chosen) > 1:
+            raise ValueError(
+                f'presets: {chosen} both set the {label}; use at most one of '
+                f'{list(group)} (e.g. presets = '
+                f"['{ACCUMULATION_PRESETS[1]}', 'fp16']).")
+
+
+def _notes_after_accumulation(cfg: Config, where: str) -> None:
+    """Log what accumulation means for this config's schedule and LR."""
+    counts = (cfg.get('optim_wrapper') or {}).get('accumulative_counts', 1)
+    if counts <= 1:
+        return
+    train_cfg = cfg.get('train_cfg') or {}
+    if train_cfg.get('by_epoch') is False or train_cfg.get(
+            'type') == 'IterBasedTrainLoop':
+        print_log(
+            f'{where}: train_cfg is iteration-based: max_iters='
+            f"{train_cfg.get('max_iters')} counts iterations, so the run "
+            f'makes 1/{counts} as many optimizer updates; multiply max_iters '
+            f'by {counts} to keep the number of updates.',
+            logger='current')
+    auto_scale_lr = cfg.get('auto_scale_lr') or {}
+    if not auto_scale_lr.get('enable', False):
+        print_log(
+            f'{where}: auto_scale_lr is off, so the learning rate is not '
+            f'scaled for the {counts}x larger batch per update; enable it '
+            '(tools/train.py --auto-scale-lr) to scale the LR by world size '
+            'x batch size x accumulative_counts.',
+            logger='current')
+
+
+def apply_presets(cfg: Config, names: Optional[Sequence[str]]) -> Config:
+    """Deep-merge the named presets onto ``cfg`` in order, in place.
+
+    Args:
+        cfg (Config): The loaded config.
+        names (Sequence[str], optional): Preset names from
+            ``configs/_base_/presets`` (or paths to preset files). None or
+            empty does nothing.
+
+    Returns:
+        Config: ``cfg`` itself.
+
+    Raises:
+        ValueError: For an unknown preset (the message lists the known
+            ones), two presets of the same kind, or out-of-range values.
+
+    Examples:
+        >>> cfg = Config.fromfile('configs/centerpoint/my_config.py')
+        >>> apply_presets(cfg, ['grad_accum_x4', 'bf16'])
+    """
+    if not names:
+        return cfg
+    if isinstance(names, str):
+        names = [names]
+    names = list(names)
+    _check_exclusive(names)
+    counts_before = _accumulative_counts(cfg)
+    for name in names:
+        preset = load_preset(name)
+        _merge_preset(cfg, preset, name)
+        validate_optim_wrapper(cfg, f'preset {name!r}')
+        print_log(f'applied preset {name!r}: {_describe(cfg)}',
+                  logger='current')
+    if _accumulative_counts(cfg) != counts_before:
+        _notes_after_accumulation(cfg, 'presets')
+    return cfg
+
+
+def apply_train_flags(cfg: Config,
+                      accum: Optional[int] = None,
+                      amp: Union[None, bool, str] = None) -> Config:
+    """Apply tools/train.py's ``--accum N`` and ``--amp [MODE]`` in place.
+
+    They are equivalent to the presets: ``--accum 4`` is 'grad_accum_x4'
+    (any N >= 1 is allowed), ``--amp``/``--amp fp16`` is 'fp16_dynamic'
+    (mmdet3d's meaning of ``--amp``), ``--amp fp16-static`` is 'fp16' and
+    ``--amp bf16`` is 'bf16'.
+
+    Args:
+        cfg (Config): The loaded config (after :func:`load_config`).
+        accum (int, optional): Accumulation count. None keeps the config's.
+        amp (bool | str, optional): None/False keeps the config's precision;
+            True means 'fp16'; otherwise one of :data:`AMP_FLAG_PRESETS`.
+
+    Returns:
+        Config: ``cfg`` itself.
+    """
+    if amp is not None and amp is not False:
+        mode = 'fp16' if amp is True else amp
+        if mode not in AMP_FLAG_PRESETS:
+            raise ValueError(
+                f'--amp: expected one of {list(AMP_FLAG_PRESETS)} (or a bare '
+                f'--amp for dynamic fp16), got {amp!r}.')
+        name = AMP_FLAG_PRESETS[mode]
+        _merge_preset(cfg, load_preset(name), f'--amp {mode}')
+        validate_optim_wrapper(cfg, f'--amp {mode}')
+        print_log(f'--amp {mode}: applied preset {name!r}: {_describe(cfg)}',
+                  logger='current')
+    if accum is not None:
+        if (isinstance(accum, bool) or not isinstance(accum, numbers.Integral)
+                or accum < 1):
+            raise ValueError(
+                f'--accum: expected a positive integer number of iterations '
+                f'per optimizer update, got {accum!r}.')
+        _optim_wrapper_of(cfg, '--accum')
+        cfg.merge_from_dict(
+            dict(optim_wrapper=dict(accumulative_counts=int(accum))))
+        validate_optim_wrapper(cfg, '--accum')
+        print_log(f'--accum {accum}: {_describe(cfg)}', logger='current')
+        _notes_after_accumulation(cfg, f'--accum {accum}')
+    return cfg
+
+
+def add_train_flags(parser: argparse.ArgumentParser) -> None:
+    """Add ``--accum N`` and ``--amp [fp16|fp16-static|bf16]`` to a parser.
+
+    Pass the parsed values to :func:`apply_train_flags`.
+
+    Args:
+        parser (argparse.ArgumentParser): The training script's parser.
+    """
+    parser.add_argument(
+        '--accum',
+        type=int,
+        default=None,
+        metavar='N',
+        help='accumulate gradients over N iterations per optimizer update '
+        '(same as preset grad_accum_xN)')
+    parser.add_argument(
+        '--amp',
+        nargs='?',
+        const='fp16',
+        default=None,
+        choices=list(AMP_FLAG_PRESETS),
+        help='mixed precision: bare --amp or "fp16" = float16 with dynamic '
+        'loss scale (preset fp16_dynamic), "fp16-static" = static loss scale '
+        '512 (preset fp16), "bf16" = bfloat16, also on CPU (preset bf16)')
+
+
+def preset_names_of(cfg: Union[Config, ConfigDict, Dict]) -> List[str]:
+    """Read and check the ``presets`` key of a config.
+
+    Args:
+        cfg (Config | dict): Loaded config.
+
+    Returns:
+        list[str]: The names (empty if the key is absent or None).
+    """
+    names = cfg.get('presets')
+    if names is None:
+        return []
+    if isinstance(names, str):
+        return [names]
+    if not isinstance(names, (list, tuple)):
+        raise TypeError(
+            f'presets: expected a list of preset names, got {names!r}; write '
+            "e.g. presets = ['grad_accum_x4', 'fp16'].")
+    return list(names)

@@ -1,0 +1,54 @@
+"""Write a plain mmengine config from one with presets and/or 0.x keys.
+
+Usage::
+
+    python tools/migrate_config.py OLD.py NEW.py [--no-plugin]
+        [--cfg-options KEY=VALUE ...]
+
+NEW.py has the presets merged, mmdet3d 0.x keys translated and no
+``presets`` key, so mmdet3d's own ``tools/train.py`` runs it. By default it
+keeps this plugin's runner (LR scaling that counts accumulation) and imports
+the plugin through ``custom_imports``; ``--no-plugin`` writes a config for
+stock mmdet3d without the plugin installed.
+"""
+import argparse
+import os.path as osp
+import sys
+
+sys.path.insert(0, osp.dirname(osp.dirname(osp.abspath(__file__))))
+
+from mmengine.config import DictAction  # noqa: E402
+
+from projects.mmdet3d_plugin.utils.config import migrate_config  # noqa: E402
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(
+        description='Write a plain mmengine config: presets merged, mmdet3d '
+        '0.x keys translated')
+    parser.add_argument('config', help='config to migrate')
+    parser.add_argument('out', help='path of the .py config to write')
+    parser.add_argument(
+        '--no-plugin',
+        action='store_true',
+        help='write a config that runs without this plugin installed (stock '
+        'Runner: auto_scale_lr then ignores accumulation)')
+    parser.add_argument(
+        '--cfg-options',
+        nargs='+',
+        action=DictAction,
+        help='overrides merged before writing, as for tools/train.py')
+    return parser.parse_args(argv)
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    migrate_config(
+        args.config,
+        args.out,
+        cfg_options=args.cfg_options,
+        plugin=not args.no_plugin)
+
+
+if __name__ == '__main__':
+    main()
