@@ -52,6 +52,10 @@ def _wrappers(optim_wrapper: Dict):
     return [w for w in optim_wrapper.values() if isinstance(w, dict)]
 
 
+class AmpUnsupportedError(RuntimeError):
+    """The config's mixed precision cannot run on this machine."""
+
+
 def check_amp_supported(cfg: Union[Config, Dict]) -> None:
     """Stop early if the config's mixed precision cannot run here.
 
@@ -62,7 +66,7 @@ def check_amp_supported(cfg: Union[Config, Dict]) -> None:
         cfg (Config | dict): Config holding ``optim_wrapper``.
 
     Raises:
-        RuntimeError: If float16 AMP (``AmpOptimWrapper``) is configured and
+        AmpUnsupportedError: If float16 AMP (``AmpOptimWrapper``) is configured and
             no CUDA (or NPU/MLU/MUSA) device is available, or bfloat16 is
             configured on a CUDA GPU without bfloat16 support.
     """
@@ -81,14 +85,14 @@ def check_amp_supported(cfg: Union[Config, Dict]) -> None:
                 fix = ("float16 autocast needs a GPU: use preset 'bf16' "
                        '(--amp bf16; bfloat16 autocast runs on CPU) or no '
                        'AMP preset (float32)')
-            raise RuntimeError(
+            raise AmpUnsupportedError(
                 f'AMP check: {name} sets optim_wrapper.type='
                 f'{wrapper_type!r}, which needs a CUDA GPU, but '
                 'torch.cuda.is_available() is False on this machine; '
                 f'{fix}.')
         if wrapper_type in _BF16_TYPES and is_cuda_available() and \
                 not torch.cuda.is_bf16_supported():
-            raise RuntimeError(
+            raise AmpUnsupportedError(
                 f'AMP check: {name} needs bfloat16, which this GPU '
                 f'({torch.cuda.get_device_name()}) does not support (Ampere '
                 "or newer does); use preset 'fp16_dynamic' (--amp fp16) or "

@@ -306,7 +306,7 @@ def doctor_parser() -> argparse.ArgumentParser:
     """Flags of ``tools/doctor.py``."""
     from mmengine.config import DictAction
 
-    from .launch import AMP_CHOICES
+    from ..utils.presets import add_train_flags
     parser = argparse.ArgumentParser(
         description='Check a training config on this machine, in one '
         'process, before a (multi-GPU) launch. Exits 1 if a check fails.')
@@ -331,12 +331,7 @@ def doctor_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         '--launcher', choices=LAUNCHERS, default='none',
         help='launcher of the run; anything but none means DDP')
-    parser.add_argument(
-        '--amp', nargs='?', const='fp16', choices=AMP_CHOICES,
-        help='check with tools/train.py --amp MODE applied')
-    parser.add_argument(
-        '--accum', type=int,
-        help='check with tools/train.py --accum N applied')
+    add_train_flags(parser)  # --accum N, --amp [MODE], as tools/train.py
     parser.add_argument(
         '--auto-scale-lr', action='store_true',
         help='check with tools/train.py --auto-scale-lr applied')

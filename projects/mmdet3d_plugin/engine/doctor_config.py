@@ -14,25 +14,25 @@ EVALUATORS = ('val_evaluator', 'test_evaluator')
 
 def check_load(ctx: DoctorContext) -> CheckResult:
     """Load the config as tools/train.py does (presets, 0.x keys, plugin,
-    ``--amp`` / ``--accum`` / ``--auto-scale-lr``)."""
-    import os
+    ``--amp`` / ``--accum`` / ``--auto-scale-lr``).
 
-    from .launch import prepare_train, train_parser
+    Unlike tools/train.py it does not stop on a precision this machine
+    cannot run: ``optim.amp`` reports that, and the rest still runs.
+    """
+    from ..utils.presets import apply_train_flags
+    from .atomic_checkpoint import use_atomic_checkpoints
+    from .launch import load
     opts = ctx.options
-    args = train_parser().parse_args([opts.config])
-    args.cfg_options = opts.cfg_options
-    args.work_dir = ctx.tmp_dir
-    args.amp = opts.amp
-    args.accum = opts.accum
-    args.auto_scale_lr = opts.auto_scale_lr
-    local_rank = os.environ.get('LOCAL_RANK')
-    try:
-        cfg = prepare_train(args)
-    finally:  # prepare_train sets LOCAL_RANK for the Runner
-        if local_rank is None:
-            os.environ.pop('LOCAL_RANK', None)
-        else:
-            os.environ['LOCAL_RANK'] = local_rank
+    cfg = load(opts.config, opts.cfg_options, 'none', ctx.tmp_dir)
+    use_atomic_checkpoints(cfg)
+    apply_train_flags(cfg, accum=opts.accum, amp=opts.amp)
+    if opts.auto_scale_lr:
+        if 'base_batch_size' not in (cfg.get('auto_scale_lr') or {}):
+            raise ValueError(
+                'doctor: --auto-scale-lr needs `auto_scale_lr = dict('
+                'enable=False, base_batch_size=N)` in the config, N being the '
+                'total batch size the LR was tuned for')
+        cfg.auto_scale_lr.enable = True
     if opts.data_root:
         from ..utils.data_root import redirect_data_root
         redirect_data_root(cfg, opts.data_root)

@@ -70,13 +70,23 @@ def one_line(text: str, limit: int = 400) -> str:
 
 
 def describe_exception(exc: BaseException) -> str:
-    """``TypeError: ... (at file.py:12 in fn)`` on one line."""
+    """``TypeError: ... (at file.py:12 in fn)`` on one line.
+
+    A DataLoader worker killed by a signal and mmengine's registry
+    ``KeyError`` are explained as the plugin's tools explain them.
+    """
+    from .tool_errors import user_error_message, worker_death_message
     where = ''
     frames = traceback.extract_tb(exc.__traceback__)
     if frames:
         last = frames[-1]
         where = f' (at {last.filename.rsplit("/", 1)[-1]}:{last.lineno} ' \
             f'in {last.name})'
+    explained = worker_death_message(exc)
+    if explained is None and isinstance(exc, KeyError):
+        explained = user_error_message(exc)
+    if explained is not None:
+        return one_line(f'{type(exc).__name__}: {explained}')
     return one_line(f'{type(exc).__name__}: {exc}') + where
 
 

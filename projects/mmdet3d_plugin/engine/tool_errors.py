@@ -2,6 +2,7 @@
 
 The plugin reports bad input (config keys, paths, info files, preset values,
 hook arguments) as ``FileNotFoundError``, ``ValueError`` or ``TypeError``
+(and a precision this machine cannot run as ``AmpUnsupportedError``)
 whose message starts with a context prefix and ends with the fix. The tools
 (``tools/train.py``, ``tools/test.py``) run through :func:`run_tool`, which
 prints such errors as ``error: <message>`` on stderr and exits with status
@@ -17,13 +18,16 @@ import sys
 import traceback
 from typing import Any, Callable, Optional
 
+from .amp import AmpUnsupportedError
+
 #: Environment variable that turns the one-line errors off.
 DEBUG_ENV = 'MMDET3D_PLUGIN_DEBUG'
 #: What to put in a config so that a plugin's types are registered.
 CUSTOM_IMPORTS = ("custom_imports = dict(imports=['projects.mmdet3d_plugin'], "
                   'allow_failed_imports=False)')
 
-USER_ERROR_TYPES = (FileNotFoundError, ValueError, TypeError, ImportError)
+USER_ERROR_TYPES = (FileNotFoundError, ValueError, TypeError, ImportError,
+                    AmpUnsupportedError)
 
 _REGISTRY_RE = re.compile(
     r'^(?P<type>\S+) is not in the (?P<registry>\S+) registry\.')
