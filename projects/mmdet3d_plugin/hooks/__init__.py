@@ -1,1 +1,4 @@
-__all__ = []
+from .atomic_checkpoint_hook import AtomicCheckpointHook
+from .ddp_unused_param_hook import DDPUnusedParamHook
+
+__all__ = ['AtomicCheckpointHook', 'DDPUnusedParamHook']

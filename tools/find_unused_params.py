@@ -1,0 +1,56 @@
+"""Preflight for multi-GPU training: which parameters get no gradient?
+
+Trains a few iterations of CONFIG in this one process (no DDP, validation or
+checkpoints; logs in a temporary work dir unless --work-dir is given),
+prints the unused parameters grouped by module and the cheapest correct
+``find_unused_parameters`` setting.
+
+    python tools/find_unused_params.py CONFIG [--iters N] [--cfg-options ...]
+
+Exit status: 0 when every trainable parameter received a gradient, 1 when
+some did not (DDP with find_unused_parameters=False would fail), 2 on usage
+errors.
+"""
+import argparse
+import os.path as osp
+import sys
+
+sys.path.insert(0, osp.dirname(osp.dirname(osp.abspath(__file__))))
+
+from mmengine.config import DictAction  # noqa: E402
+
+from projects.mmdet3d_plugin.engine.launch import load  # noqa: E402
+from projects.mmdet3d_plugin.utils.unused_params import (  # noqa: E402
+    describe, find_unused_parameters)
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(
+        description='Train N iterations in one process and list the '
+        'parameters that received no gradient')
+    parser.add_argument('config', help='train config file path')
+    parser.add_argument(
+        '--iters', type=int, default=3, help='iterations to check')
+    parser.add_argument(
+        '--work-dir',
+        help='keep logs and unused_params.json here (default: a temporary '
+        'directory, removed afterwards)')
+    parser.add_argument(
+        '--cfg-options',
+        nargs='+',
+        action=DictAction,
+        help='override settings of the config, as key=value pairs')
+    return parser.parse_args(argv)
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    cfg = load(args.config, args.cfg_options, 'none', None)
+    report = find_unused_parameters(cfg, args.iters, work_dir=args.work_dir)
+    print(describe(report, report['table']))
+    unused = report['unused_on_all_ranks'] or report['unused_on_some_ranks']
+    return 1 if unused else 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
