@@ -1,1 +1,3 @@
-__all__ = []
+from .safe_nuscenes_metric import SafeNuScenesMetric
+
+__all__ = ['SafeNuScenesMetric']
