@@ -72,6 +72,14 @@ def allow_mmengine_checkpoints() -> None:
     torch.serialization.add_safe_globals(safe)
 
 
+# (rank, world size, local rank) variables of launchers other than torchrun.
+_LAUNCHER_ENV = (
+    ('SLURM_PROCID', 'SLURM_NTASKS', 'SLURM_LOCALID'),
+    ('OMPI_COMM_WORLD_RANK', 'OMPI_COMM_WORLD_SIZE',
+     'OMPI_COMM_WORLD_LOCAL_RANK'),
+)
+
+
 def init_cpu_dist(backend: str = 'gloo', timeout: Optional[float] = None
                   ) -> bool:
     """Start the process group from torchrun / Slurm variables on CPU.
@@ -90,18 +98,12 @@ def init_cpu_dist(backend: str = 'gloo', timeout: Optional[float] = None
     if torch_dist.is_initialized():
         return False
     env = os.environ
-    if 'RANK' not in env and 'SLURM_PROCID' in env:
-        env['RANK'] = env['SLURM_PROCID']
-        env['WORLD_SIZE'] = env['SLURM_NTASKS']
-        env['LOCAL_RANK'] = env.get('SLURM_LOCALID', '0')
-        env.setdefault('MASTER_PORT', '29500')
-        env.setdefault('MASTER_ADDR', '127.0.0.1')
-    if 'RANK' not in env and 'OMPI_COMM_WORLD_RANK' in env:
-        env['RANK'] = env['OMPI_COMM_WORLD_RANK']
-        env['WORLD_SIZE'] = env['OMPI_COMM_WORLD_SIZE']
-        env['LOCAL_RANK'] = env.get('OMPI_COMM_WORLD_LOCAL_RANK', '0')
-        env.setdefault('MASTER_PORT', '29500')
-        env.setdefault('MASTER_ADDR', '127.0.0.1')
+    for rank, size, local in _LAUNCHER_ENV:
+        if 'RANK' not in env and rank in env:
+            env['RANK'], env['WORLD_SIZE'] = env[rank], env[size]
+            env['LOCAL_RANK'] = env.get(local, '0')
+            env.setdefault('MASTER_PORT', '29500')
+            env.setdefault('MASTER_ADDR', '127.0.0.1')
     missing = [k for k in ('RANK', 'WORLD_SIZE', 'MASTER_ADDR', 'MASTER_PORT')
                if k not in env]
     if missing:
