@@ -131,3 +131,14 @@ def test_init_cpu_dist_names_missing_variables(monkeypatch):
         monkeypatch.delenv(key, raising=False)
     with pytest.raises(RuntimeError, match=r"init_cpu_dist: .*'RANK'.*dist_train\.sh"):
         init_cpu_dist()
+
+
+def test_sparse_convolution_backward_runs_on_cpu():
+    # spconv 2.3.8 asks torch.cuda for a stream in its backward pass.
+    import spconv.pytorch as spconv
+    conv = spconv.SparseConv3d(1, 1, 3)
+    indices = torch.tensor([[0, 1, 1, 1], [0, 2, 2, 2]], dtype=torch.int32)
+    features = torch.ones(2, 1, requires_grad=True)
+    x = spconv.SparseConvTensor(features, indices, [4, 4, 4], 1)
+    conv(x).features.sum().backward()
+    assert features.grad is not None and conv.weight.grad is not None

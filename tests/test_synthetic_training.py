@@ -46,38 +46,10 @@ def one_intra_op_thread():
     torch.set_num_threads(threads)
 
 
-def spconv_backward_runs() -> bool:
-    """Whether spconv can back-propagate through a sparse convolution here.
-
-    spconv 2.3.8 asks ``torch.cuda.current_stream()`` for the stream in its
-    backward pass even for CPU tensors (traveller59/spconv#366 fixed only the
-    forward pass), which fails on a CPU-only torch.
-    """
-    import spconv.pytorch as spconv
-    conv = spconv.SparseConv3d(1, 1, 3)
-    indices = torch.tensor([[0, 1, 1, 1], [0, 2, 2, 2]], dtype=torch.int32)
-    features = torch.ones(2, 1, requires_grad=True)
-    x = spconv.SparseConvTensor(features, indices, [4, 4, 4], 1)
-    try:
-        conv(x).features.sum().backward()
-    except AssertionError:
-        return False
-    return True
-
-
-SPARSE_CPU_BUG = pytest.mark.xfail(
-    not torch.cuda.is_available() and not spconv_backward_runs(),
-    reason='spconv 2.3.8 calls torch.cuda.current_stream() in the backward '
-    'pass of sparse convolutions, which a CPU-only torch refuses',
-    raises=AssertionError,
-    strict=True)
-
-
 @pytest.mark.parametrize('config', [
     'configs/centerpoint/centerpoint_pillar_synthetic.py',
     'configs/voxelnet/voxelnet_pillar_synthetic.py',
-    pytest.param(
-        'configs/voxelnet/voxelnet_voxel_synthetic.py', marks=SPARSE_CPU_BUG),
+    'configs/voxelnet/voxelnet_voxel_synthetic.py',
 ])
 def test_synthetic_config_trains_and_validates(config, nus_synthetic,
                                                tmp_path):

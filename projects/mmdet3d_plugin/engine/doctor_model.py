@@ -10,12 +10,12 @@ False``.
 """
 import copy
 import itertools
-import os
 import time
 from typing import Any, Dict, List, Set
 
 from .doctor_context import (CheckResult, DoctorContext, failed, passed,
                              warned)
+from .launch import isolate_runner
 
 
 def runner_config(ctx: DoctorContext):
@@ -29,7 +29,7 @@ def runner_config(ctx: DoctorContext):
     cfg.launcher = 'none'
     cfg.work_dir = ctx.tmp_dir
     cfg.resume = False
-    cfg.experiment_name = f'doctor_{os.getpid()}_{time.monotonic_ns()}'
+    isolate_runner(cfg, 'doctor')
     if not ctx.options.verbose:
         cfg.log_level = 'ERROR'
     return cfg

@@ -8,6 +8,7 @@ import importlib
 import logging
 import os
 import os.path as osp
+import uuid
 from typing import Optional
 
 import torch
@@ -166,6 +167,26 @@ def build_runner(cfg: Config) -> Runner:
     if 'runner_type' in cfg:
         return RUNNERS.build(cfg)
     return Runner.from_cfg(cfg)
+
+
+def isolate_runner(cfg: Config, prefix: str) -> Config:
+    """Give a throw-away Runner its own logger and visualizer.
+
+    Runners of one process share the logger and the visualizer of the same
+    name, and mmdet3d's default runtime names its visualizer
+    ``'visualizer'``: a Runner built later in the process would write to
+    the first one's (possibly deleted) log folder. Used by the preflight
+    tools, whose Runners live in temporary folders.
+
+    Args:
+        cfg (Config): Config to change in place.
+        prefix (str): Start of the unique names.
+    """
+    name = f'{prefix}_{uuid.uuid4().hex[:8]}'
+    cfg.experiment_name = name
+    if isinstance(cfg.get('visualizer'), dict):
+        cfg.visualizer.name = name
+    return cfg
 
 
 def _set_local_rank(args: argparse.Namespace) -> None:

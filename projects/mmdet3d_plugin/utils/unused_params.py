@@ -13,7 +13,6 @@ import os
 import os.path as osp
 import re
 import tempfile
-import uuid
 from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
 from mmengine.config import Config
@@ -436,6 +435,7 @@ def find_unused_parameters(cfg: Config, iters: int = 3,
 
     from mmdet3d.registry import RUNNERS
 
+    from ..engine.launch import isolate_runner
     from ..hooks import DDPUnusedParamHook
 
     # Unformatted config text: yapf takes seconds on a full mmdet3d config,
@@ -459,8 +459,7 @@ def find_unused_parameters(cfg: Config, iters: int = 3,
     tmp = tempfile.TemporaryDirectory(prefix='find_unused_') \
         if work_dir is None else None
     cfg.work_dir = tmp.name if tmp is not None else work_dir
-    # Runners of one process share loggers and visualizers by name.
-    cfg.experiment_name = f'find_unused_params_{uuid.uuid4().hex[:8]}'
+    isolate_runner(cfg, 'find_unused_params')
     checker = DDPUnusedParamHook(check_iters=iters, interval=0)
 
     class _StopAfter(Hook):
