@@ -146,6 +146,7 @@ def plot_loss(scalars: Path, out: Path) -> int:
     ax.plot(steps, losses)
     ax.set_xlabel('iteration')
     ax.set_ylabel('training loss')
+    ax.set_yscale('log')
     ax.set_title('CenterPoint (small) on generated nuScenes')
     ax.grid(alpha=0.3)
     fig.tight_layout()
