@@ -102,7 +102,7 @@ def _free_port():
         return s.getsockname()[1]
 
 
-def _ddp_worker(rank, world_size, port, work_dir, out):
+def _ddp_worker(rank, world_size, port, work_dir):
     os.environ.update(
         MASTER_ADDR='127.0.0.1', MASTER_PORT=str(port), RANK=str(rank),
         WORLD_SIZE=str(world_size), LOCAL_RANK=str(rank))
@@ -111,16 +111,19 @@ def _ddp_worker(rank, world_size, port, work_dir, out):
         work_dir, 3, launcher='pytorch',
         cfg=dict(model_wrapper_cfg=dict(type='CPUDistributedDataParallel')))
     runner.train()
-    out[rank] = runner.model.module.fc.weight.detach().clone()
+    torch.save(runner.model.module.fc.weight.detach().clone(),
+               os.path.join(work_dir, f'weight_rank{rank}.pth'))
     torch.distributed.destroy_process_group()
 
 
 def test_cpu_ddp_through_runner(tmp_path):
-    manager = mp.Manager()
-    out = manager.dict()
-    mp.spawn(_ddp_worker, args=(2, _free_port(), str(tmp_path), out),
+    # Results come back through files, not an mp.Manager(): importing
+    # multiprocessing.managers registers dict views with ForkingPickler for
+    # the rest of the process (pickled as lists), which would let later tests
+    # pickle what spawn workers cannot receive in a fresh interpreter.
+    mp.spawn(_ddp_worker, args=(2, _free_port(), str(tmp_path)),
              nprocs=2, join=True)
-    assert set(out.keys()) == {0, 1}
+    out = [torch.load(tmp_path / f'weight_rank{rank}.pth') for rank in (0, 1)]
     # DDP averaged the gradients: both replicas hold the same weights.
     torch.testing.assert_close(out[0], out[1])
 

@@ -268,8 +268,25 @@ def test_worker_receives_picklable_config_type(nus_synthetic):
     assert 'scene-c' in clone.scene_names
 
 
-def test_stock_subclass_with_devkit_config_fails_under_spawn(nus_synthetic):
+@pytest.fixture
+def fresh_forking_pickler(monkeypatch):
+    """``ForkingPickler`` without the dict view reducers that importing
+    ``multiprocessing.managers`` (e.g. ``mp.Manager()``) registers for the
+    rest of the process: they pickle ``dict_keys`` as lists, so a stock
+    dataset would reach spawn workers in the test session but not in a
+    fresh training process."""
+    from multiprocessing.reduction import ForkingPickler
+    reducers = dict(ForkingPickler._extra_reducers)
+    for view in (type({}.keys()), type({}.values()), type({}.items())):
+        reducers.pop(view, None)
+    monkeypatch.setattr(ForkingPickler, '_extra_reducers', reducers)
+
+
+def test_stock_subclass_with_devkit_config_fails_under_spawn(
+        nus_synthetic, fresh_forking_pickler):
     # Proves the worker tests can fail: the same data with the stock class.
+    # The loader is given the 'spawn' context itself, whatever the process's
+    # start method is.
     ds = _build(StockWithDevkitConfig, nus_synthetic, indices=2)
     with pytest.raises(TypeError, match="cannot pickle 'dict_keys' object"):
         _iterate(ds, 1, 'spawn')
