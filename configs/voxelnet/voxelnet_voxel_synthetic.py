@@ -9,6 +9,7 @@
 _base_ = [
     '../_base_/datasets/nus-synthetic-3d.py',
     '../_base_/models/voxelnet_voxel01_secfpn_nus.py',
+    '../_base_/schedules/synthetic-400i.py',
     'mmdet3d::_base_/default_runtime.py',
 ]
 
@@ -52,36 +53,9 @@ model = dict(
         assigner=dict(pos_iou_thr=0.5, neg_iou_thr=0.3, min_pos_iou=0.1)),
     test_cfg=dict(max_num=200))
 
-# Iteration-based one-cycle schedule (see centerpoint_pillar_synthetic.py).
-lr = 2e-3
-max_iters = 400
-optim_wrapper = dict(
-    type='OptimWrapper',
-    optimizer=dict(type='AdamW', lr=lr, weight_decay=0.01),
-    clip_grad=dict(max_norm=35, norm_type=2))
-param_scheduler = [
-    dict(
-        type='LinearLR',
-        start_factor=0.1,
-        by_epoch=False,
-        begin=0,
-        end=max_iters // 10),
-    dict(
-        type='CosineAnnealingLR',
-        T_max=max_iters - max_iters // 10,
-        eta_min=lr * 1e-2,
-        by_epoch=False,
-        begin=max_iters // 10,
-        end=max_iters),
-]
-train_cfg = dict(
-    type='IterBasedTrainLoop', max_iters=max_iters, val_interval=max_iters)
-val_cfg = dict(type='ValLoop')
-test_cfg = dict(type='TestLoop')
-
+# Schedule: ../_base_/schedules/synthetic-400i.py; a checkpoint at its end.
 default_hooks = dict(
     logger=dict(type='LoggerHook', interval=10),
     checkpoint=dict(
-        type='CheckpointHook', by_epoch=False, interval=max_iters))
+        type='CheckpointHook', by_epoch=False, interval=400))
 log_processor = dict(by_epoch=False)
-auto_scale_lr = dict(enable=False, base_batch_size=4)
