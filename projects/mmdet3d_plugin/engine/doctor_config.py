@@ -4,6 +4,7 @@ import os.path as osp
 import sys
 from typing import Dict, Iterator, List, Optional, Tuple
 
+from ..datasets.validation import describe_info_format
 from .doctor_context import (CheckResult, DoctorContext, failed, one_line,
                              passed, warned)
 
@@ -204,14 +205,13 @@ def info_format(data) -> Tuple[str, str]:
     Returns:
         tuple[str, str]: ``('1.x' | '0.x' | 'unknown', description)``.
     """
-    if isinstance(data, dict) and 'data_list' in data and 'metainfo' in data:
-        meta = data['metainfo'] or {}
+    fmt = describe_info_format(data)
+    if fmt != 'unknown':
+        infos, meta = (('data_list', 'metainfo') if fmt == '1.x' else
+                       ('infos', 'metadata'))
+        meta = data[meta] or {}
         version = meta.get('version', '?') if isinstance(meta, dict) else '?'
-        return '1.x', f'{len(data["data_list"])} samples, version {version}'
-    if isinstance(data, dict) and 'infos' in data and 'metadata' in data:
-        meta = data['metadata'] or {}
-        version = meta.get('version', '?') if isinstance(meta, dict) else '?'
-        return '0.x', f'{len(data["infos"])} samples, version {version}'
+        return fmt, f'{len(data[infos])} samples, version {version}'
     if isinstance(data, dict):
         return 'unknown', f'a dict with keys {sorted(map(str, data))[:6]}'
     return 'unknown', f'a {type(data).__name__}'
