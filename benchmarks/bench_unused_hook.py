@@ -24,7 +24,6 @@ import argparse
 import json
 import os
 import os.path as osp
-import socket
 import statistics
 import subprocess
 import sys
@@ -189,16 +188,11 @@ def worker(args) -> None:
 # -- launcher --------------------------------------------------------------
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(('127.0.0.1', 0))
-        return sock.getsockname()[1]
-
-
 def launch(args) -> dict:
-    from projects.mmdet3d_plugin.utils import prepare_synthetic_nuscenes
+    from projects.mmdet3d_plugin.utils import (free_port,
+                                               prepare_synthetic_nuscenes)
     prepare_synthetic_nuscenes(args.data_root, seed=0)
-    port = _free_port()
+    port = free_port()
     with tempfile.TemporaryDirectory() as tmp:
         result_file = osp.join(tmp, 'times.json')
         argv = [

@@ -2,7 +2,6 @@
 import io
 import os
 import pickle
-import socket
 
 import pytest
 import torch
@@ -14,6 +13,7 @@ from torch import nn
 
 import projects.mmdet3d_plugin  # noqa: F401  applies the fixes
 from projects.mmdet3d_plugin.compat import init_cpu_dist
+from projects.mmdet3d_plugin.utils import free_port
 
 
 class _Linear(BaseModel):
@@ -92,14 +92,9 @@ def test_weights_only_still_refuses_arbitrary_code(payload):
     buf = io.BytesIO()
     torch.save({'x': payload}, buf)
     buf.seek(0)
-    with pytest.raises(pickle.UnpicklingError, match='Weights only load failed|refusing getattr'):
+    with pytest.raises(pickle.UnpicklingError,
+                       match='Weights only load failed|refusing getattr'):
         torch.load(buf)
-
-
-def _free_port():
-    with socket.socket() as s:
-        s.bind(('127.0.0.1', 0))
-        return s.getsockname()[1]
 
 
 def _ddp_worker(rank, world_size, port, work_dir):
@@ -121,7 +116,7 @@ def test_cpu_ddp_through_runner(tmp_path):
     # multiprocessing.managers registers dict views with ForkingPickler for
     # the rest of the process (pickled as lists), which would let later tests
     # pickle what spawn workers cannot receive in a fresh interpreter.
-    mp.spawn(_ddp_worker, args=(2, _free_port(), str(tmp_path)),
+    mp.spawn(_ddp_worker, args=(2, free_port(), str(tmp_path)),
              nprocs=2, join=True)
     out = [torch.load(tmp_path / f'weight_rank{rank}.pth') for rank in (0, 1)]
     # DDP averaged the gradients: both replicas hold the same weights.
@@ -132,7 +127,8 @@ def test_init_cpu_dist_names_missing_variables(monkeypatch):
     for key in ('RANK', 'WORLD_SIZE', 'MASTER_ADDR', 'MASTER_PORT',
                 'SLURM_PROCID', 'OMPI_COMM_WORLD_RANK'):
         monkeypatch.delenv(key, raising=False)
-    with pytest.raises(RuntimeError, match=r"init_cpu_dist: .*'RANK'.*dist_train\.sh"):
+    with pytest.raises(RuntimeError,
+                       match=r"init_cpu_dist: .*'RANK'.*dist_train\.sh"):
         init_cpu_dist()
 
 

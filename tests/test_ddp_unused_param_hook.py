@@ -7,7 +7,6 @@ processes start once and train one scenario after the other.
 import importlib.util
 import json
 import os
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -22,7 +21,7 @@ import projects.mmdet3d_plugin  # noqa: F401  registers the hook
 import toy_models
 from mmdet3d.registry import MODELS
 from projects.mmdet3d_plugin.hooks import DDPUnusedParamHook
-from projects.mmdet3d_plugin.utils import find_unused_parameters
+from projects.mmdet3d_plugin.utils import find_unused_parameters, free_port
 from projects.mmdet3d_plugin.utils.unused_params import (
     UnusedParamSummary, parse_unused_indices, wrapper_config_line)
 
@@ -70,17 +69,11 @@ SCENARIOS = [
 ]
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(('127.0.0.1', 0))
-        return sock.getsockname()[1]
-
-
 @pytest.fixture(scope='module')
 def ddp_runs(tmp_path_factory):
     """Run SCENARIOS on 2 gloo ranks; name -> (rank results, report, log)."""
     out = tmp_path_factory.mktemp('ddp')
-    port = _free_port()
+    port = free_port()
     procs = []
     for rank in range(2):
         env = dict(

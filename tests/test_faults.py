@@ -9,7 +9,6 @@ import gc
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -23,6 +22,7 @@ from mmengine.runner import Runner
 from projects.mmdet3d_plugin.engine.atomic_checkpoint import (
     _deferred_signals, atomic_write, is_temporary)
 from projects.mmdet3d_plugin.engine.tool_errors import worker_death_message
+from projects.mmdet3d_plugin.utils import free_port
 
 REPO = Path(__file__).resolve().parents[1]
 TESTS = Path(__file__).resolve().parent
@@ -34,15 +34,9 @@ from fault_helpers import (FaultToyModel, SelfKillingDataset,  # noqa: E402
 HANG = 300
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(('127.0.0.1', 0))
-        return s.getsockname()[1]
-
-
 def _env() -> dict:
     env = dict(os.environ, PYTHONPATH=str(TESTS), PYTHON=sys.executable,
-               PORT=str(_free_port()))
+               PORT=str(free_port()))
     env.pop('MMDET3D_PLUGIN_DEBUG', None)
     return env
 

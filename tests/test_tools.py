@@ -2,7 +2,6 @@
 two-node run, as 2 CPU processes over gloo on the generated data."""
 import json
 import os
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -10,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from projects.mmdet3d_plugin.engine.quickstart import derived_config
+from projects.mmdet3d_plugin.utils import free_port
 
 REPO = Path(__file__).resolve().parents[1]
 CENTERPOINT = REPO / 'configs/centerpoint/centerpoint_pillar_synthetic.py'
@@ -26,14 +26,8 @@ FAST = {
 }
 
 
-def _free_port():
-    with socket.socket() as s:
-        s.bind(('127.0.0.1', 0))
-        return s.getsockname()[1]
-
-
 def _run(cmd, timeout=300, **env):
-    env = {**os.environ, 'PYTHON': sys.executable, 'PORT': str(_free_port()),
+    env = {**os.environ, 'PYTHON': sys.executable, 'PORT': str(free_port()),
            **env}
     proc = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True,
                           text=True, timeout=timeout)
@@ -112,7 +106,7 @@ def test_two_nodes_on_one_machine(tmp_path, nus_synthetic):
     """NNODES=2: two torchrun agents, one process each, rendezvous on
     127.0.0.1 and train together."""
     config = _config(tmp_path, CENTERPOINT, nus_synthetic, 2)
-    port = str(_free_port())
+    port = str(free_port())
     env = {**os.environ, 'PYTHON': sys.executable, 'NNODES': '2',
            'MASTER_ADDR': '127.0.0.1', 'PORT': port}
     nodes = [

@@ -12,7 +12,8 @@ from .runner import PluginRunner
 from .tool_errors import run_tool
 
 __all__ = [
-    'AccumulationResumeHook', 'AmpUnsupportedError', 'AtomicLocalBackend', 'BF16AmpOptimWrapper',
+    'AccumulationResumeHook', 'AmpUnsupportedError', 'AtomicLocalBackend',
+    'BF16AmpOptimWrapper',
     'PluginRunner', 'accumulative_counts_of', 'atomic_write',
     'check_amp_supported', 'effective_batch_size', 'effective_lr',
     'lr_scale_factor', 'run_tool', 'use_atomic_checkpoints',

@@ -66,9 +66,9 @@ def check_amp_supported(cfg: Union[Config, Dict]) -> None:
         cfg (Config | dict): Config holding ``optim_wrapper``.
 
     Raises:
-        AmpUnsupportedError: If float16 AMP (``AmpOptimWrapper``) is configured and
-            no CUDA (or NPU/MLU/MUSA) device is available, or bfloat16 is
-            configured on a CUDA GPU without bfloat16 support.
+        AmpUnsupportedError: If float16 AMP (``AmpOptimWrapper``) is
+            configured and no CUDA (or NPU/MLU/MUSA) device is available, or
+            bfloat16 is configured on a CUDA GPU without bfloat16 support.
     """
     optim_wrapper = cfg.get('optim_wrapper')
     if not optim_wrapper:

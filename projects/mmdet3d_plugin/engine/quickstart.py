@@ -16,12 +16,13 @@ import json
 import os
 import os.path as osp
 import re
-import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Dict, Optional
+
+from ..utils.ports import free_port
 
 REPO = Path(__file__).resolve().parents[3]
 CONFIG = REPO / 'configs' / 'centerpoint' / 'centerpoint_pillar_synthetic.py'
@@ -32,12 +33,6 @@ CLASSES = ('car', 'truck', 'construction_vehicle', 'bus', 'trailer',
 
 def _say(msg: str) -> None:
     print(f'[quickstart] {msg}', flush=True)
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(('127.0.0.1', 0))
-        return s.getsockname()[1]
 
 
 def derived_config(path: Path, base: Path, data_root: Path,
@@ -94,7 +89,7 @@ def write_job_config(work_dir: Path, data_root: Path, iters: Optional[int],
 
 def train_distributed(config: Path, work_dir: Path, gpus: int) -> None:
     """Run ``tools/dist_train.sh`` and stream its log."""
-    env = dict(os.environ, PYTHON=sys.executable, PORT=str(_free_port()))
+    env = dict(os.environ, PYTHON=sys.executable, PORT=str(free_port()))
     cmd = ['bash', str(REPO / 'tools' / 'dist_train.sh'), str(config),
            str(gpus), '--work-dir', str(work_dir)]
     _say('$ ' + ' '.join(cmd))
