@@ -13,7 +13,10 @@ forkserver measures:
 - time to iterate ``--batches`` batches;
 - summed worker memory (USS and PSS from ``/proc/<pid>/smaps_rollup``) after
   those batches, and the same minus the workers' memory at 2 infos (the
-  part that grows with the dataset).
+  part that grows with the dataset);
+- under spawn, the USS that as many fresh processes pay just to import torch,
+  and to import the dataset's module (the floor any spawned worker pays,
+  whatever the dataset holds).
 
 Each dataset class runs in its own process: the stock one with Python's
 default fork server, ours after ``setup_forkserver_preload(start=True)``, as
@@ -29,6 +32,7 @@ with stock / ours ratios and the targets, and writes JSON.
 # module level light, heavy imports live inside functions.
 import argparse
 import json
+import multiprocessing
 import os
 import os.path as osp
 import subprocess
@@ -142,6 +146,39 @@ def memory_of(pids):
     return uss, pss
 
 
+def _import_probe(modules, conn):
+    """Runs in a spawned process: import ``modules``, send back USS/PSS."""
+    import importlib
+    for name in modules:
+        importlib.import_module(name)
+    conn.send(memory_of([os.getpid()]))
+    conn.close()
+
+
+def import_floor(dataset, workers):
+    """USS that ``workers`` spawned processes pay for imports alone.
+
+    A spawned worker starts a fresh interpreter, so whatever it imports to
+    unpickle the dataset is private to it however the infos are shared. Each
+    probe runs while this process holds the same libraries, so shared file
+    pages count as shared, as they do for real workers.
+    """
+    probes = dict(torch=['torch'],
+                  dataset=['torch', type(dataset).__module__])
+    ctx = multiprocessing.get_context('spawn')
+    floor = {}
+    for name, modules in probes.items():
+        recv, send = ctx.Pipe(duplex=False)
+        proc = ctx.Process(target=_import_probe, args=(modules, send))
+        proc.start()
+        uss, pss = recv.recv()
+        proc.join()
+        floor[name] = dict(modules=modules,
+                           uss_bytes=uss * workers,
+                           pss_bytes=pss * workers)
+    return floor
+
+
 # ---------------------------------------------------------------- child
 
 
@@ -225,6 +262,10 @@ def run_child(args):
         row['pickled_bytes'] = 0 if method == 'fork' else pickled
         result['methods'][method] = row
         print(f'[{args.child}] {method}: {row}', flush=True)
+    if 'spawn' in args.methods:
+        result['import_floor'] = import_floor(big, args.workers)
+        print(f'[{args.child}] import floor: {result["import_floor"]}',
+              flush=True)
     with open(args.child_out, 'w') as f:
         json.dump(result, f, indent=2)
 
@@ -277,6 +318,11 @@ def format_table(results, args):
             'uss_bytes',
             _mb,
             delta='small_uss_bytes')
+    if 'import_floor' in ours:
+        for name, probe in ours['import_floor'].items():
+            label = f'imports only ({name}) x{args.workers}'
+            lines.append(f'{"spawn":<11}{label:<30}{"":>14}'
+                         f'{_mb(probe["uss_bytes"]):>14}{"":>12}')
     return '\n'.join(lines)
 
 
@@ -306,6 +352,22 @@ def check_targets(ours):
         checks.append((f'{method}: workers USS growth <= 1.2x payload',
                        round(growth, 3), growth <= 1.2))
     return checks
+
+
+def floor_context(ours):
+    """How the spawn USS splits into imports and the rest (not a target)."""
+    floor = ours.get('import_floor')
+    if not floor or 'spawn' not in ours['methods']:
+        return []
+    payload = ours['payload_bytes']
+    spawn = ours['methods']['spawn']['uss_bytes']
+    return [
+        f'spawn workers USS {_mb(spawn)} = {spawn / payload:.2f}x payload; '
+        f'of it, importing torch alone is {_mb(floor["torch"]["uss_bytes"])}'
+        f' ({floor["torch"]["uss_bytes"] / payload:.2f}x) and importing the '
+        f'dataset\'s module {_mb(floor["dataset"]["uss_bytes"])} '
+        f'({floor["dataset"]["uss_bytes"] / payload:.2f}x), with no infos.'
+    ]
 
 
 def run_parent(args):
@@ -346,6 +408,8 @@ def run_parent(args):
     print('targets (ours):')
     for name, value, ok in checks:
         print(f'  {"PASS" if ok else "MISS"}  {name}: {value}')
+    for line in floor_context(results['SafeNuScenesDataset']):
+        print(line)
     out = dict(args=dict(infos=args.infos,
                          workers=args.workers,
                          batches=args.batches,
