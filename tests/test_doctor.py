@@ -433,3 +433,29 @@ def test_script_on_small_centerpoint_passes(nus_synthetic, tmp_path):
         assert by_name[check]['status'] == 'pass', by_name[check]
     assert '1.x' in by_name['config.info_files']['detail']
     assert not work_dir.exists()
+
+
+def _doctor_args(*argv):
+    from projects.mmdet3d_plugin.engine.doctor import (doctor_parser,
+                                                       merge_train_args)
+    return merge_train_args(doctor_parser().parse_args(['cfg.py', *argv]))
+
+
+def test_train_args_are_checked_as_training_runs_them():
+    args = _doctor_args('--world-size', '2', '--train-args', '--amp', 'bf16',
+                        '--accum', '4', '--work-dir', 'w', '--resume',
+                        '--cfg-options', 'a.b=1', '--auto-scale-lr')
+    assert (args.amp, args.accum, args.auto_scale_lr) == ('bf16', 4, True)
+    assert args.cfg_options == {'a.b': 1} and args.world_size == 2
+    args = _doctor_args('--cfg-options', 'a=1', 'b=2', '--train-args',
+                        '--cfg-options', 'b=3')
+    assert args.cfg_options == {'a': 1, 'b': 3}
+    assert _doctor_args('--accum', '2', '--train-args').accum == 2
+
+
+def test_train_args_that_disagree_or_training_rejects_are_refused(capsys):
+    with pytest.raises(ValueError, match='--accum 2 differs from --accum 4'):
+        _doctor_args('--accum', '2', '--train-args', '--accum', '4')
+    with pytest.raises(SystemExit):
+        _doctor_args('--train-args', '--no-such-flag')
+    assert 'tools/train.py flags' in capsys.readouterr().err

@@ -10,6 +10,7 @@ import pytest
 
 from projects.mmdet3d_plugin.engine.quickstart import derived_config
 from projects.mmdet3d_plugin.utils import free_port
+from gpu import requires_no_cuda
 
 REPO = Path(__file__).resolve().parents[1]
 CENTERPOINT = REPO / 'configs/centerpoint/centerpoint_pillar_synthetic.py'
@@ -123,3 +124,24 @@ def test_two_nodes_on_one_machine(tmp_path, nus_synthetic):
     # Rank 0 (node 0) logs for both: one process per node, world size 2.
     assert 'rank 0 of 2' in outputs[0]
     assert (tmp_path / 'work' / 'iter_2.pth').is_file()
+
+
+@requires_no_cuda
+def test_doctor_checks_the_train_flags_before_launching(tmp_path,
+                                                        nus_synthetic):
+    # Without CUDA, --amp fp16 cannot train: the doctor, given the same
+    # flags as train.py, stops the launch before torchrun starts.
+    config = _config(tmp_path, CENTERPOINT, nus_synthetic, 2)
+    work_dir = tmp_path / 'work'
+    env = {**os.environ, 'PYTHON': sys.executable, 'DOCTOR': '1',
+           'PORT': str(free_port())}
+    proc = subprocess.run(
+        ['bash', 'tools/dist_train.sh', config, '2', '--work-dir', work_dir,
+         '--amp', 'fp16'],
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert 'tools/doctor.py found a failure' in proc.stderr
+    [amp] = [line for line in proc.stdout.splitlines()
+             if line.split()[1:2] == ['optim.amp']]
+    assert amp.startswith('[FAIL]') and 'CUDA GPU' in amp, proc.stdout
+    assert not work_dir.exists()

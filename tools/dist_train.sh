@@ -3,7 +3,8 @@
 # Starts GPUS processes on this node with torchrun. Multi-node: set NNODES,
 # NODE_RANK, MASTER_ADDR and PORT (the same PORT and MASTER_ADDR on every
 # node). Without CUDA the processes train on CPU over gloo.
-# DOCTOR=1 runs tools/doctor.py on the config first and stops on a failure.
+# DOCTOR=1 runs tools/doctor.py on the config and the train.py args first,
+# and stops on a failure.
 set -euo pipefail
 
 CONFIG=$1
@@ -19,6 +20,7 @@ export PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}"
 
 if [ "${DOCTOR:-0}" = 1 ] && [ "$NODE_RANK" = 0 ]; then
   "$PYTHON" "$ROOT/tools/doctor.py" "$CONFIG" --world-size $((NNODES * GPUS)) \
+    --launcher pytorch --train-args "${@:3}" \
     || { echo "dist_train.sh: tools/doctor.py found a failure; fix it or run without DOCTOR=1" >&2; exit 1; }
 fi
 

@@ -341,12 +341,51 @@ def doctor_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         '--verbose', action='store_true',
         help='show the INFO logs and warnings of the libraries')
+    parser.add_argument(
+        '--train-args', nargs=argparse.REMAINDER, default=[],
+        metavar='ARGS',
+        help='last: the tools/train.py flags of the run, as '
+        'DOCTOR=1 tools/dist_train.sh passes them; --accum, --amp, '
+        '--auto-scale-lr, --cfg-options and --launcher are checked, the '
+        'others (--work-dir, --resume, ...) change nothing checked here')
     return parser
+
+
+def merge_train_args(args: argparse.Namespace) -> argparse.Namespace:
+    """Fold ``--train-args`` into the doctor's own flags.
+
+    They are parsed by ``tools/train.py``'s parser, so a flag training
+    would reject is rejected here. A setting given both ways must agree:
+    the doctor has to check what will run.
+    """
+    if not args.train_args:
+        return args
+    from .launch import train_parser
+    parser = train_parser()
+    parser.prog = 'tools/doctor.py --train-args (tools/train.py flags)'
+    train = parser.parse_args([args.config, *args.train_args])
+    merged = argparse.Namespace(**vars(args))
+    for key, unset in (('accum', None), ('amp', None), ('launcher', 'none')):
+        mine, theirs = getattr(args, key), getattr(train, key)
+        if mine != unset and theirs != unset and mine != theirs:
+            flag = '--' + key
+            raise ValueError(
+                f'tools/doctor.py: {flag} {mine} differs from {flag} '
+                f'{theirs} in --train-args; give it once, as training '
+                'will run it')
+        if theirs != unset:
+            setattr(merged, key, theirs)
+    merged.auto_scale_lr = args.auto_scale_lr or train.auto_scale_lr
+    if train.cfg_options:
+        merged.cfg_options = {**(args.cfg_options or {}),
+                              **train.cfg_options}
+    return merged
 
 
 def run_from_args(args: argparse.Namespace) -> int:
     """Run the doctor on parsed ``tools/doctor.py`` flags, print the
     checklist, write ``--json``; returns the exit code."""
+    args = merge_train_args(args)
     world_size = args.world_size
     if world_size is None:
         world_size = int(
