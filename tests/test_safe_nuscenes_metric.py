@@ -5,6 +5,7 @@ import pickle
 
 import pytest
 import torch
+from mmengine.logging import MMLogger
 from mmengine.registry import init_default_scope
 from nuscenes.eval.detection.config import config_factory
 
@@ -118,3 +119,52 @@ def test_metric_equals_stock_metric_on_val_split(nus_synthetic, tmp_path):
     # Ground truth scored against itself: a non-trivial, near-perfect result.
     assert stock['pred_instances_3d_NuScenes/mAP'] > 0.9
     assert stock['pred_instances_3d_NuScenes/NDS'] > 0.8
+
+
+def _without_boxes(samples):
+    empty = copy.deepcopy(samples)
+    for sample in empty:
+        pred = sample['pred_instances_3d']
+        keep = torch.zeros(len(pred['labels_3d']), dtype=torch.bool)
+        sample['pred_instances_3d'] = dict(
+            bboxes_3d=pred['bboxes_3d'][keep],
+            scores_3d=pred['scores_3d'][keep],
+            labels_3d=pred['labels_3d'][keep])
+    return empty
+
+
+def test_no_predicted_box_scores_zero_instead_of_crashing(
+        nus_synthetic, tmp_path, caplog):
+    logger = MMLogger.get_current_instance()  # does not propagate to root
+    logger.addHandler(caplog.handler)
+    try:
+        _check_no_predicted_box(nus_synthetic, tmp_path)
+    finally:
+        logger.removeHandler(caplog.handler)
+    assert 'predicted no box in any of the 20 samples' in caplog.text
+
+
+def _check_no_predicted_box(nus_synthetic, tmp_path):
+    dataset, samples = _gt_as_predictions(nus_synthetic)
+    results = {}
+    for cls in (NuScenesMetric, SafeNuScenesMetric):
+        metric = _metric(cls, nus_synthetic,
+                         jsonfile_prefix=str(tmp_path / cls.__name__))
+        metric.dataset_meta = dataset.metainfo
+        metric.process({}, _without_boxes(samples))
+        if cls is NuScenesMetric:  # what the override fixes
+            with pytest.raises(Exception, match='Invalid box type: None'):
+                metric.compute_metrics(metric.results)
+            continue
+        ours = metric.compute_metrics(metric.results)
+    full = _metric(SafeNuScenesMetric, nus_synthetic,
+                   jsonfile_prefix=str(tmp_path / 'full'))
+    full.dataset_meta = dataset.metainfo
+    full.process({}, copy.deepcopy(samples))
+    reference = full.compute_metrics(full.results)
+    assert ours.keys() == reference.keys()
+    prefix = 'pred_instances_3d_NuScenes'
+    assert ours[f'{prefix}/mAP'] == 0 and ours[f'{prefix}/NDS'] == 0
+    assert ours[f'{prefix}/car_AP_dist_2.0'] == 0
+    assert ours[f'{prefix}/car_trans_err'] == 1
+    assert math.isnan(ours[f'{prefix}/traffic_cone_vel_err'])
