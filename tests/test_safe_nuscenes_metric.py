@@ -146,7 +146,6 @@ def test_no_predicted_box_scores_zero_instead_of_crashing(
 
 def _check_no_predicted_box(nus_synthetic, tmp_path):
     dataset, samples = _gt_as_predictions(nus_synthetic)
-    results = {}
     for cls in (NuScenesMetric, SafeNuScenesMetric):
         metric = _metric(cls, nus_synthetic,
                          jsonfile_prefix=str(tmp_path / cls.__name__))
