@@ -115,6 +115,15 @@ def test_bad_data_files(case, match, nus_synthetic, infos, tmp_path):
         _dataset(**kwargs)
 
 
+def test_missing_sweeps_prefix_names_the_fix(nus_synthetic):
+    with pytest.raises(
+            ValueError,
+            match=r"SafeNuScenesDataset: the infos have LiDAR sweeps "
+            r"\('lidar_sweeps'\) but data_prefix has no 'sweeps' key .*; "
+            r"add sweeps='sweeps/LIDAR_TOP' to data_prefix"):
+        _dataset(nus_synthetic, data_prefix=dict(pts='samples/LIDAR_TOP'))
+
+
 def test_lazy_init_checks_on_full_init(tmp_path):
     dataset = _dataset(tmp_path / 'no_such_root', lazy_init=True)
     with pytest.raises(FileNotFoundError, match='data_root .* is not a'):

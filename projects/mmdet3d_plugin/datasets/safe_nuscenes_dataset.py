@@ -5,8 +5,8 @@ from mmdet3d.registry import DATASETS
 from ..utils.forkserver import setup_forkserver_preload
 from .picklable import PicklableDetectionConfig, PicklableStateMixin
 from .shared_infos import SharedArrays, shared_memory_supported
-from .validation import (check_classes, check_data_files, info_file_errors,
-                         sample_file_errors)
+from .validation import (check_classes, check_data_files, data_prefix_errors,
+                         info_file_errors, sample_file_errors)
 
 
 @DATASETS.register_module()
@@ -79,7 +79,8 @@ class SafeNuScenesDataset(PicklableStateMixin, NuScenesDataset):
     def load_data_list(self) -> list:
         name = type(self).__name__
         check_data_files(name, self.data_root, self.ann_file)
-        with info_file_errors(name, self.ann_file):
+        with info_file_errors(name, self.ann_file), \
+                data_prefix_errors(name, self.data_prefix):
             return super().load_data_list()
 
     def prepare_data(self, index: int):

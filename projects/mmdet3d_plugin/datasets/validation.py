@@ -132,6 +132,33 @@ def info_file_errors(dataset: str, ann_file: str) -> Iterator[None]:
         raise _format_error(dataset, ann_file, obj) from e
 
 
+@contextlib.contextmanager
+def data_prefix_errors(dataset: str, data_prefix: dict) -> Iterator[None]:
+    """Name the missing ``data_prefix['sweeps']`` of infos with sweeps.
+
+    ``Det3DDataset``'s default ``data_prefix`` has no ``'sweeps'`` key, so
+    infos with LiDAR sweeps fail with a bare ``KeyError: 'sweeps'``.
+
+    Args:
+        dataset (str): Dataset name for the message prefix.
+        data_prefix (dict): The dataset's ``data_prefix``.
+
+    Raises:
+        ValueError: When ``'sweeps'`` is missing from ``data_prefix``.
+    """
+    try:
+        yield
+    except KeyError as e:
+        if e.args != ('sweeps', ) or 'sweeps' in data_prefix:
+            raise
+        raise ValueError(
+            f"{dataset}: the infos have LiDAR sweeps ('lidar_sweeps') but "
+            f"data_prefix has no 'sweeps' key (data_prefix={data_prefix}); "
+            "add sweeps='sweeps/LIDAR_TOP' to data_prefix, as in "
+            "data_prefix=dict(pts='samples/LIDAR_TOP', img='', "
+            "sweeps='sweeps/LIDAR_TOP').") from e
+
+
 def check_classes(dataset: str, classes: Any, known: Sequence[str]) -> None:
     """Check the class names a config selects with ``metainfo``.
 
