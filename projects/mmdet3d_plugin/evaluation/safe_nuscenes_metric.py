@@ -54,11 +54,18 @@ class SafeNuScenesMetric(PicklableStateMixin, NuScenesMetric):
             classes: Optional[List[str]] = None,
             result_name: str = 'pred_instances_3d') -> Dict[str, float]:
         """``NuScenesMetric._evaluate_single``, which also scores a result
-        file without any box."""
-        predictions = mmengine.load(result_path)['results']
-        if any(predictions.values()):
+        file without any box.
+
+        The result file is read again only when the devkit fails, to tell
+        an empty one (scored here) from any other failure (raised as is).
+        """
+        try:
             return super()._evaluate_single(result_path, classes,
                                             result_name)
+        except Exception:  # the devkit raises a bare Exception
+            predictions = mmengine.load(result_path)['results']
+            if any(predictions.values()):
+                raise
         print_log(
             f'SafeNuScenesMetric: {result_name}: the model predicted no box '
             f'in any of the {len(predictions)} samples; every AP is 0 and '
