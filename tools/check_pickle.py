@@ -16,7 +16,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def parse_args():
-    from mmengine.config import DictAction
+    from projects.mmdet3d_plugin.utils.config import add_cfg_options
     parser = argparse.ArgumentParser(
         description='Pickle the dataset of a config as a spawn worker would')
     parser.add_argument('config', help='config file path')
@@ -27,30 +27,16 @@ def parse_args():
     parser.add_argument('--no-load',
                         action='store_true',
                         help='skip unpickling in a spawned process')
-    parser.add_argument('--cfg-options',
-                        nargs='+',
-                        action=DictAction,
-                        metavar='KEY=VALUE',
-                        help='override config settings, as in tools/train.py')
+    add_cfg_options(parser)
     return parser.parse_args()
-
-
-def load_cfg(path, cfg_options):
-    import projects.mmdet3d_plugin as plugin
-    if hasattr(plugin, 'load_config'):
-        return plugin.load_config(path, cfg_options)
-    from mmengine.config import Config
-    cfg = Config.fromfile(path)
-    if cfg_options:
-        cfg.merge_from_dict(cfg_options)
-    return cfg
 
 
 def main():
     args = parse_args()
+    from projects.mmdet3d_plugin.utils import load_config
     from projects.mmdet3d_plugin.utils.pickle_audit import (
         build_split_dataset, check_picklable, format_report)
-    cfg = load_cfg(args.config, args.cfg_options)
+    cfg = load_config(args.config, args.cfg_options)
     dataset = build_split_dataset(cfg, args.split)
     report = check_picklable(dataset, load_in_spawn=not args.no_load)
     print(format_report(report, type(dataset).__name__))

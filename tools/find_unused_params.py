@@ -17,9 +17,8 @@ import sys
 
 sys.path.insert(0, osp.dirname(osp.dirname(osp.abspath(__file__))))
 
-from mmengine.config import DictAction  # noqa: E402
-
 from projects.mmdet3d_plugin.engine.launch import load  # noqa: E402
+from projects.mmdet3d_plugin.utils.config import add_cfg_options  # noqa: E402
 from projects.mmdet3d_plugin.utils.unused_params import (  # noqa: E402
     describe, find_unused_parameters)
 
@@ -35,11 +34,7 @@ def parse_args(argv=None):
         '--work-dir',
         help='keep logs and unused_params.json here (default: a temporary '
         'directory, removed afterwards)')
-    parser.add_argument(
-        '--cfg-options',
-        nargs='+',
-        action=DictAction,
-        help='override settings of the config, as key=value pairs')
+    add_cfg_options(parser)
     return parser.parse_args(argv)
 
 

@@ -17,9 +17,8 @@ import sys
 
 sys.path.insert(0, osp.dirname(osp.dirname(osp.abspath(__file__))))
 
-from mmengine.config import DictAction  # noqa: E402
-
-from projects.mmdet3d_plugin.utils.config import migrate_config  # noqa: E402
+from projects.mmdet3d_plugin.utils.config import (  # noqa: E402
+    add_cfg_options, migrate_config)
 
 
 def parse_args(argv=None):
@@ -33,11 +32,8 @@ def parse_args(argv=None):
         action='store_true',
         help='write a config that runs without this plugin installed (stock '
         'Runner: auto_scale_lr then ignores accumulation)')
-    parser.add_argument(
-        '--cfg-options',
-        nargs='+',
-        action=DictAction,
-        help='overrides merged before writing, as for tools/train.py')
+    add_cfg_options(
+        parser, help='overrides merged before writing, as for tools/train.py')
     return parser.parse_args(argv)
 
 

@@ -304,8 +304,7 @@ def run_doctor(config: str,
 
 def doctor_parser() -> argparse.ArgumentParser:
     """Flags of ``tools/doctor.py``."""
-    from mmengine.config import DictAction
-
+    from ..utils.config import add_cfg_options
     from ..utils.presets import add_train_flags
     parser = argparse.ArgumentParser(
         description='Check a training config on this machine, in one '
@@ -314,11 +313,7 @@ def doctor_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         '--iters', type=int, default=3,
         help='train iterations to run (default: 3)')
-    parser.add_argument(
-        '--cfg-options',
-        nargs='+',
-        action=DictAction,
-        help='override settings of the config, as in tools/train.py')
+    add_cfg_options(parser)
     parser.add_argument(
         '--json', metavar='PATH',
         help='also write the checklist as a JSON list to PATH')

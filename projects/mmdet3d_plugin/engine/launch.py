@@ -12,13 +12,14 @@ import uuid
 from typing import Optional
 
 import torch
-from mmengine.config import Config, DictAction
+from mmengine.config import Config
 from mmengine.logging import print_log
 from mmengine.runner import Runner
 
 from mmdet3d.registry import RUNNERS  # finds mmengine's runners too
 
 from ..compat import init_cpu_dist
+from ..utils.config import add_cfg_options
 from ..utils.presets import add_train_flags, apply_train_flags
 from .amp import check_amp_supported
 from .atomic_checkpoint import use_atomic_checkpoints
@@ -29,12 +30,7 @@ PLUGIN = 'projects.mmdet3d_plugin'
 
 def _common_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('--work-dir', help='the dir to save logs and models')
-    parser.add_argument(
-        '--cfg-options',
-        nargs='+',
-        action=DictAction,
-        help='override settings of the config, as key=value pairs; lists as '
-        'key="[a,b]" or key=a,b (quotes needed, no spaces)')
+    add_cfg_options(parser)
     parser.add_argument(
         '--launcher',
         choices=['none', 'pytorch', 'slurm', 'mpi'],

@@ -1,7 +1,8 @@
-"""The one config loader of the plugin's tools."""
+"""The one config loader of the plugin's tools, and their --cfg-options."""
+import argparse
 from typing import Dict, Optional
 
-from mmengine.config import Config
+from mmengine.config import Config, DictAction
 from mmengine.logging import print_log
 
 from .legacy_config import format_migration_table, translate_legacy
@@ -10,6 +11,29 @@ from .presets import apply_presets, preset_names_of, validate_optim_wrapper
 #: Runner that :func:`load_config` selects when a config names none; it
 #: counts gradient accumulation in ``auto_scale_lr`` and checks AMP early.
 DEFAULT_RUNNER_TYPE = 'PluginRunner'
+
+
+CFG_OPTIONS_HELP = (
+    'override settings of the config, as key=value pairs; lists as '
+    'key="[a,b]" or key=a,b (quotes needed, no spaces)')
+
+
+def add_cfg_options(parser: argparse.ArgumentParser,
+                    help: str = CFG_OPTIONS_HELP) -> None:
+    """Add mmengine's ``--cfg-options KEY=VALUE ...`` to a tool's parser.
+
+    Pass the parsed dict to :func:`load_config`.
+
+    Args:
+        parser (argparse.ArgumentParser): The tool's parser.
+        help (str): Help text. Defaults to :data:`CFG_OPTIONS_HELP`.
+    """
+    parser.add_argument(
+        '--cfg-options',
+        nargs='+',
+        action=DictAction,
+        metavar='KEY=VALUE',
+        help=help)
 
 
 def _fromfile(path: str) -> Config:
