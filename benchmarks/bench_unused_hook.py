@@ -190,7 +190,8 @@ def worker(args) -> None:
 
 def launch(args) -> dict:
     from projects.mmdet3d_plugin.utils import (free_port,
-                                               prepare_synthetic_nuscenes)
+                                               prepare_synthetic_nuscenes,
+                                               rendezvous_env)
     prepare_synthetic_nuscenes(args.data_root, seed=0)
     port = free_port()
     with tempfile.TemporaryDirectory() as tmp:
@@ -206,14 +207,9 @@ def launch(args) -> dict:
         ]
         procs = []
         for rank in range(2):
-            env = dict(
-                os.environ,
-                RANK=str(rank),
-                LOCAL_RANK=str(rank),
-                WORLD_SIZE='2',
-                MASTER_ADDR='127.0.0.1',
-                MASTER_PORT=str(port),
-                OMP_NUM_THREADS='1')
+            env = dict(os.environ,
+                       **rendezvous_env(rank, 2, port),
+                       OMP_NUM_THREADS='1')
             procs.append(
                 subprocess.Popen(
                     argv,

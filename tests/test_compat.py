@@ -13,7 +13,7 @@ from torch import nn
 
 import projects.mmdet3d_plugin  # noqa: F401  applies the fixes
 from projects.mmdet3d_plugin.compat import init_cpu_dist
-from projects.mmdet3d_plugin.utils import free_port
+from projects.mmdet3d_plugin.utils import free_port, rendezvous_env
 
 
 class _Linear(BaseModel):
@@ -98,9 +98,7 @@ def test_weights_only_still_refuses_arbitrary_code(payload):
 
 
 def _ddp_worker(rank, world_size, port, work_dir):
-    os.environ.update(
-        MASTER_ADDR='127.0.0.1', MASTER_PORT=str(port), RANK=str(rank),
-        WORLD_SIZE=str(world_size), LOCAL_RANK=str(rank))
+    os.environ.update(rendezvous_env(rank, world_size, port))
     assert init_cpu_dist()
     runner = _runner(
         work_dir, 3, launcher='pytorch',

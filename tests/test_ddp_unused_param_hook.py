@@ -21,7 +21,8 @@ import projects.mmdet3d_plugin  # noqa: F401  registers the hook
 import toy_models
 from mmdet3d.registry import MODELS
 from projects.mmdet3d_plugin.hooks import DDPUnusedParamHook
-from projects.mmdet3d_plugin.utils import find_unused_parameters, free_port
+from projects.mmdet3d_plugin.utils import (find_unused_parameters, free_port,
+                                           rendezvous_env)
 from projects.mmdet3d_plugin.utils.unused_params import (
     UnusedParamSummary, parse_unused_indices, wrapper_config_line)
 
@@ -76,15 +77,10 @@ def ddp_runs(tmp_path_factory):
     port = free_port()
     procs = []
     for rank in range(2):
-        env = dict(
-            os.environ,
-            RANK=str(rank),
-            LOCAL_RANK=str(rank),
-            WORLD_SIZE='2',
-            MASTER_ADDR='127.0.0.1',
-            MASTER_PORT=str(port),
-            OMP_NUM_THREADS='1',
-            PYTHONPATH=str(REPO))
+        env = dict(os.environ,
+                   **rendezvous_env(rank, 2, port),
+                   OMP_NUM_THREADS='1',
+                   PYTHONPATH=str(REPO))
         log = open(out / f'rank{rank}.out', 'w')
         procs.append(
             subprocess.Popen([

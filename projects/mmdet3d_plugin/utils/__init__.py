@@ -4,7 +4,7 @@ from .forkserver import setup_forkserver_preload
 from .legacy_config import format_migration_table, translate_legacy
 from .nuscenes_converter import create_nuscenes_infos, load_mmdet3d_converter
 from .pickle_audit import check_picklable, find_unpicklable
-from .ports import free_port
+from .ports import free_port, rendezvous_env
 from .presets import (add_train_flags, apply_presets, apply_train_flags,
                       known_presets)
 from .synthetic_nuscenes import (SyntheticNuScenesConfig,
@@ -13,7 +13,7 @@ from .synthetic_nuscenes import (SyntheticNuScenesConfig,
 from .unused_params import find_unused_parameters
 
 __all__ = [
-    'check_picklable', 'find_unpicklable', 'free_port',
+    'check_picklable', 'find_unpicklable', 'free_port', 'rendezvous_env',
     'setup_forkserver_preload',
     'create_nuscenes_infos',
     'load_mmdet3d_converter', 'SyntheticNuScenesConfig',
