@@ -5,7 +5,6 @@ import pickle
 import signal
 import subprocess
 import sys
-import tempfile
 import textwrap
 from pathlib import Path
 
@@ -18,6 +17,7 @@ import projects.mmdet3d_plugin  # noqa: F401  registers the plugin
 from projects.mmdet3d_plugin.datasets import SafeNuScenesDataset
 from projects.mmdet3d_plugin.datasets.shared_infos import (FILE_PREFIX,
                                                            SharedArrays,
+                                                           info_file_dirs,
                                                            sweep_stale_files)
 from projects.mmdet3d_plugin.datasets.synthetic_infos import \
     write_synthetic_infos
@@ -48,7 +48,7 @@ def _open_info_files(pid='self'):
 
 def _named_info_files():
     names = []
-    for directory in ('/dev/shm', tempfile.gettempdir()):
+    for directory in info_file_dirs():
         if os.path.isdir(directory):
             names += [
                 n for n in os.listdir(directory) if n.startswith(FILE_PREFIX)

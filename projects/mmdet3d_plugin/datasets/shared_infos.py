@@ -37,15 +37,20 @@ def shared_memory_supported() -> bool:
     return os.path.isdir(f'/proc/{os.getpid()}/fd')
 
 
+def info_file_dirs() -> Tuple[str, str]:
+    """Where info files are created: ``/dev/shm``, else the temp dir."""
+    return '/dev/shm', tempfile.gettempdir()
+
+
 def _pick_dir(nbytes: int) -> str:
-    shm = '/dev/shm'
+    shm, fallback = info_file_dirs()
     try:
         stat = os.statvfs(shm)
         if stat.f_bavail * stat.f_frsize > 2 * nbytes + (64 << 20):
             return shm
     except OSError:
         pass
-    return tempfile.gettempdir()
+    return fallback
 
 
 def _pid_alive(pid: int) -> bool:
@@ -66,13 +71,13 @@ def sweep_stale_files(directories: Sequence[str] = ()) -> List[str]:
 
     Args:
         directories (Sequence[str]): Where to look. Defaults to
-            ``/dev/shm`` and the temp directory.
+            :func:`info_file_dirs`.
 
     Returns:
         list[str]: The deleted paths.
     """
     removed = []
-    for directory in directories or ('/dev/shm', tempfile.gettempdir()):
+    for directory in directories or info_file_dirs():
         try:
             names = os.listdir(directory)
         except OSError:
