@@ -67,7 +67,8 @@ def _deferred_signals() -> Iterator[None]:
 
 def atomic_write(data: Union[bytes, str],
                  path: Union[str, Path],
-                 encoding: str = 'utf-8') -> None:
+                 encoding: str = 'utf-8',
+                 durable: bool = True) -> None:
     """Write ``data`` to ``path`` so that readers see all of it or nothing.
 
     The data goes to ``.<name>.atomic-tmp-XXXX`` in the same folder, is
@@ -79,6 +80,9 @@ def atomic_write(data: Union[bytes, str],
         data (bytes | str): Content; ``str`` is encoded with ``encoding``.
         path (str | Path): Target file. Missing parent folders are created.
         encoding (str): Encoding of ``str`` data. Defaults to 'utf-8'.
+        durable (bool): fsync the file and the folder. False keeps the
+            all-or-nothing rename without waiting for the disk, for reports
+            rewritten often. Defaults to True.
     """
     if isinstance(data, str):
         data = data.encode(encoding)
@@ -91,15 +95,17 @@ def atomic_write(data: Union[bytes, str],
         try:
             with os.fdopen(fd, 'wb') as f:
                 f.write(data)
-                f.flush()
-                os.fsync(f.fileno())
+                if durable:
+                    f.flush()
+                    os.fsync(f.fileno())
             os.chmod(tmp, 0o666 & ~_umask())
             os.replace(tmp, path)
         except BaseException:
             with contextlib.suppress(FileNotFoundError):
                 os.remove(tmp)
             raise
-        _fsync_dir(folder)
+        if durable:
+            _fsync_dir(folder)
 
 
 def _umask() -> int:

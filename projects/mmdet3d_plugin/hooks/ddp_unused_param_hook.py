@@ -1,6 +1,7 @@
 """Names the parameters that DDP will complain about, before it does."""
 import datetime
 import functools
+import json
 import logging
 import os.path as osp
 import zlib
@@ -14,10 +15,11 @@ from mmengine.model import is_model_wrapper
 from torch.nn.parallel import DistributedDataParallel
 
 from mmdet3d.registry import HOOKS
+from ..engine.atomic_checkpoint import atomic_write
 from ..utils.unused_params import (COST_NOTE, REPORT_FILE, UnusedParamSummary,
-                                   build_report, describe, dump_json_atomic,
-                                   format_table, is_ddp_unused_error,
-                                   parse_unused_indices, wrapper_config_line)
+                                   build_report, describe, format_table,
+                                   is_ddp_unused_error, parse_unused_indices,
+                                   wrapper_config_line)
 
 _MAX_CRASH_NAMES = 30
 
@@ -398,7 +400,9 @@ class DDPUnusedParamHook(Hook):
 
     @master_only
     def _publish(self, runner, previous: Optional[dict]) -> None:
-        dump_json_atomic(self.report, self.report_path)
+        atomic_write(json.dumps(self.report, indent=2) + '\n',
+                     self.report_path,
+                     durable=False)
         keys = ('unused_on_all_ranks', 'unused_on_some_ranks', 'config_line')
         if previous is not None and all(previous[k] == self.report[k]
                                         for k in keys):

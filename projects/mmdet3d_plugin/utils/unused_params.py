@@ -8,9 +8,6 @@ is correct. :func:`find_unused_parameters` runs the same check for a config
 in one process, before a multi-GPU job is launched.
 """
 import copy
-import json
-import os
-import os.path as osp
 import re
 import tempfile
 from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple
@@ -376,23 +373,6 @@ def describe(report: dict, table: str) -> str:
         parts.append(table)
     parts.append('Recommendation: ' + report['recommendation'])
     return '\n'.join(parts)
-
-
-def dump_json_atomic(obj: dict, path: str) -> None:
-    """Write JSON so that readers never see a half-written file."""
-    directory = osp.dirname(osp.abspath(path))
-    os.makedirs(directory, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(
-        prefix='.' + osp.basename(path), suffix='.tmp', dir=directory)
-    try:
-        with os.fdopen(fd, 'w') as f:
-            json.dump(obj, f, indent=2)
-            f.write('\n')
-        os.replace(tmp, path)
-    except BaseException:
-        if osp.exists(tmp):
-            os.remove(tmp)
-        raise
 
 
 class _Stop(Exception):
