@@ -8,6 +8,7 @@ run through the script.
 import json
 import logging
 import multiprocessing
+import os
 import pickle
 import subprocess
 import sys
@@ -23,6 +24,7 @@ from torch import nn
 import projects.mmdet3d_plugin  # noqa: F401  registers the plugin
 from gpu import requires_no_cuda
 from mmdet3d.registry import DATASETS, MODELS, TRANSFORMS
+from projects.mmdet3d_plugin.compat import OFF_VARIABLE
 from projects.mmdet3d_plugin.engine.doctor import main, run_doctor
 from projects.mmdet3d_plugin.engine.doctor_context import (DoctorContext,
                                                            DoctorOptions,
@@ -34,6 +36,8 @@ SYNTHETIC = REPO / 'configs' / 'centerpoint' / \
     'centerpoint_pillar_synthetic.py'
 VOXEL = REPO / 'configs' / 'centerpoint' / \
     'centerpoint_voxel01_second_secfpn_8xb4-cyclic-20e_nus-3d.py'
+PILLAR02 = REPO / 'configs' / 'centerpoint' / \
+    'centerpoint_pillar02_second_secfpn_8xb4-cyclic-20e_nus-3d.py'
 AREAS = ('env', 'config', 'data', 'model', 'optim', 'dist')
 
 
@@ -459,3 +463,30 @@ def test_train_args_that_disagree_or_training_rejects_are_refused(capsys):
     with pytest.raises(SystemExit):
         _doctor_args('--train-args', '--no-such-flag')
     assert 'tools/train.py flags' in capsys.readouterr().err
+
+
+@pytest.mark.parametrize('off', [False, True], ids=['fix-on', 'fix-off'])
+def test_shipped_full_config_first_batch(off, nus_synthetic, tmp_path):
+    """The full-size pillar02 config's first batch (ObjectSample included)
+    passes; without the np.long fix the check fails naming mmdet3d #2821."""
+    out = tmp_path / 'doctor.json'
+    env = {k: v for k, v in os.environ.items() if k != OFF_VARIABLE}
+    if off:
+        env[OFF_VARIABLE] = 'dbsampler_np_long'
+    proc = subprocess.run(
+        [sys.executable, 'tools/doctor.py', str(PILLAR02), '--iters', '1',
+         '--data-root', str(nus_synthetic), '--json', str(out),
+         '--cfg-options', 'train_dataloader.batch_size=1',
+         'train_dataloader.num_workers=1'],
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
+    by_name = {x['check']: x for x in json.loads(out.read_text())}
+    first_batch = by_name['data.first_batch']
+    if not off:
+        assert proc.returncode == 0, proc.stdout[-4000:]
+        assert first_batch['status'] == 'pass', first_batch
+        return
+    assert proc.returncode == 1
+    assert first_batch['status'] == 'fail'
+    assert "module 'numpy' has no attribute 'long'" in first_batch['detail']
+    assert 'mmdet3d #2821' in first_batch['detail']
+    assert 'dbsampler_np_long' in first_batch['fix']

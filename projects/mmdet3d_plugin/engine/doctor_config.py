@@ -2,9 +2,10 @@
 exist, and its info files are in mmdet3d's 1.x format."""
 import os.path as osp
 import sys
-from typing import Dict, Iterator, List, Optional, Tuple
+from typing import Dict, List, Optional, Tuple
 
 from ..datasets.validation import describe_info_format
+from ..utils.data_root import unwrap_datasets
 from .doctor_context import (CheckResult, DoctorContext, failed, one_line,
                              passed, warned)
 
@@ -84,18 +85,6 @@ def check_plugin(ctx: DoctorContext) -> CheckResult:
     how = 'custom_imports' if declared else 'the plugin\'s tools'
     uses = f'; the config uses {", ".join(used)}' if used else ''
     return passed('config.plugin', f'{PLUGIN} imported (by {how}){uses}')
-
-
-def unwrap_datasets(dataset) -> Iterator[dict]:
-    """A dataset config and those it wraps (CBGSDataset, ConcatDataset)."""
-    if not isinstance(dataset, dict):
-        return
-    yield dataset
-    inner = dataset.get('dataset')
-    if isinstance(inner, dict):
-        yield from unwrap_datasets(inner)
-    for inner in dataset.get('datasets') or []:
-        yield from unwrap_datasets(inner)
 
 
 def _remote(path: str, backend_args: Optional[dict]) -> bool:

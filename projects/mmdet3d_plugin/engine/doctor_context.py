@@ -11,6 +11,8 @@ import traceback
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Sequence, Union
 
+from ..compat import known_error
+
 PASS = 'pass'
 WARN = 'warn'
 FAIL = 'fail'
@@ -69,19 +71,29 @@ def one_line(text: str, limit: int = 400) -> str:
     return text if len(text) <= limit else text[:limit - 3] + '...'
 
 
+def known_fix(exc: BaseException) -> str:
+    """The fix of a known upstream error (``compat.known_errors``), or ''."""
+    known = known_error(exc)
+    return known.fix if known is not None else ''
+
+
 def describe_exception(exc: BaseException) -> str:
     """``TypeError: ... (at file.py:12 in fn)`` on one line.
 
-    A DataLoader worker killed by a signal and mmengine's registry
-    ``KeyError`` are explained as the plugin's tools explain them.
+    A DataLoader worker killed by a signal, mmengine's registry ``KeyError``
+    and known upstream bugs are explained as the plugin's tools explain them.
     """
-    from .tool_errors import user_error_message, worker_death_message
+    from .tool_errors import (error_line, user_error_message,
+                              worker_death_message)
     where = ''
     frames = traceback.extract_tb(exc.__traceback__)
     if frames:
         last = frames[-1]
         where = f' (at {last.filename.rsplit("/", 1)[-1]}:{last.lineno} ' \
             f'in {last.name})'
+    known = known_error(exc)
+    if known is not None:
+        return one_line(f'{error_line(exc)} ({known.cause})')
     explained = worker_death_message(exc)
     if explained is None and isinstance(exc, KeyError):
         explained = user_error_message(exc)
@@ -202,7 +214,8 @@ class DoctorContext:
             except Exception as exc:  # a crashing check is a failed check
                 lines = [
                     failed(
-                        name, describe_exception(exc), crash_fix or
+                        name, describe_exception(exc), known_fix(exc) or
+                        crash_fix or
                         'read the exception above; it names the setting or '
                         'file to fix')
                 ]

@@ -5,8 +5,8 @@ import time
 from typing import Any
 
 from .doctor_context import (CheckResult, DoctorContext,
-                             describe_exception, failed, one_line, passed,
-                             warned)
+                             describe_exception, failed, known_fix, one_line,
+                             passed, warned)
 
 #: Pickled bytes per worker above which the doctor warns.
 LARGE_PICKLE = 256 * 2**20
@@ -145,10 +145,13 @@ def check_first_batch(ctx: DoctorContext) -> CheckResult:
             r for r in ctx.results
             if r.check == 'data.pickle.train' and r.status != 'pass'
         ]
-        fix = ('fix data.pickle.train first: the workers cannot receive '
-               'the dataset' if pickle_line else
-               'the error comes from loading a sample in a worker; '
-               'reproduce it with train_dataloader.num_workers=0')
+        if pickle_line:
+            fix = ('fix data.pickle.train first: the workers cannot receive '
+                   'the dataset')
+        else:
+            fix = known_fix(exc) or (
+                'the error comes from loading a sample in a worker; '
+                'reproduce it with train_dataloader.num_workers=0')
         return failed('data.first_batch', describe_exception(exc), fix)
     seconds = time.perf_counter() - start
     ctx.provide('train_loader', loader)

@@ -19,6 +19,7 @@ from mmengine.runner import Runner
 from mmdet3d.registry import RUNNERS  # finds mmengine's runners too
 
 from ..compat import init_cpu_dist
+from ..utils.data_root import redirect_data_root
 from ..utils.config import add_cfg_options
 from ..utils.presets import add_train_flags, apply_train_flags
 from .amp import check_amp_supported
@@ -30,6 +31,11 @@ PLUGIN = 'projects.mmdet3d_plugin'
 
 def _common_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('--work-dir', help='the dir to save logs and models')
+    parser.add_argument(
+        '--data-root', metavar='DIR',
+        help="point every dataset, evaluator and ObjectSample's GT database "
+        'at this data root (a config\'s data_root variable is substituted '
+        'when the file is read, so --cfg-options data_root=... cannot)')
     add_cfg_options(parser)
     parser.add_argument(
         '--launcher',
@@ -109,10 +115,13 @@ def import_plugins(cfg: Config) -> None:
 
 
 def load(config: str, cfg_options: Optional[dict], launcher: str,
-         work_dir: Optional[str]) -> Config:
-    """Load a config for our tools: plugin, presets, 0.x keys, overrides."""
+         work_dir: Optional[str], data_root: Optional[str] = None) -> Config:
+    """Load a config for our tools: plugin, presets, 0.x keys, overrides,
+    and the data root when one is given."""
     from ..utils import load_config
     cfg = load_config(config, cfg_options=cfg_options)
+    if data_root is not None:
+        redirect_data_root(cfg, data_root)
     import_plugins(cfg)
     cfg.launcher = launcher
     if work_dir is not None:
@@ -193,7 +202,8 @@ def _set_local_rank(args: argparse.Namespace) -> None:
 def prepare_train(args: argparse.Namespace) -> Config:
     """Turn parsed train flags into the config the Runner will get."""
     _set_local_rank(args)
-    cfg = load(args.config, args.cfg_options, args.launcher, args.work_dir)
+    cfg = load(args.config, args.cfg_options, args.launcher, args.work_dir,
+               args.data_root)
     use_atomic_checkpoints(cfg)
     apply_train_flags(cfg, accum=args.accum, amp=args.amp)
     check_amp_supported(cfg)
@@ -235,7 +245,8 @@ def test(args: argparse.Namespace) -> dict:
     if not osp.isfile(args.checkpoint):
         raise FileNotFoundError(
             f'test: checkpoint {args.checkpoint!r} does not exist')
-    cfg = load(args.config, args.cfg_options, args.launcher, args.work_dir)
+    cfg = load(args.config, args.cfg_options, args.launcher, args.work_dir,
+               args.data_root)
     cfg.load_from = args.checkpoint
     setup_distributed(cfg)
     runner = build_runner(cfg)

@@ -18,6 +18,7 @@ import sys
 import traceback
 from typing import Any, Callable, Optional
 
+from ..compat import known_error
 from .amp import AmpUnsupportedError
 
 #: Environment variable that turns the one-line errors off.
@@ -59,9 +60,19 @@ def registry_error_message(exc: KeyError) -> Optional[str]:
             f'allow_failed_imports=False); for this plugin: {CUSTOM_IMPORTS}.')
 
 
+def error_line(exc: BaseException) -> str:
+    """``Type: message`` of ``exc``, or of the error a DataLoader worker
+    caught (the last line of the traceback PyTorch passes on)."""
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    if lines and _WORKER_RE.match(lines[0]):
+        return lines[-1]
+    return f'{type(exc).__name__}: {" ".join(lines)}'
+
+
 def user_error_message(exc: BaseException) -> Optional[str]:
     """The one-line message for a user error, or None for other errors.
 
+    A known upstream bug (``compat.known_errors``) is named with its fix.
     A user error raised inside a DataLoader worker arrives wrapped by
     PyTorch (``Caught FileNotFoundError in DataLoader worker process 0.``
     followed by the worker's traceback); its message becomes the worker
@@ -73,6 +84,9 @@ def user_error_message(exc: BaseException) -> Optional[str]:
     Returns:
         str | None: The message to print, or None to show the traceback.
     """
+    known = known_error(exc)
+    if known is not None:
+        return f'{error_line(exc)}: {known.cause}. Fix: {known.fix}.'
     if isinstance(exc, KeyError):
         return registry_error_message(exc)
     if not isinstance(exc, USER_ERROR_TYPES):

@@ -1,6 +1,6 @@
 """Point a config's datasets and evaluators at another copy of the data."""
 import os.path as osp
-from typing import Union
+from typing import Iterator, Union
 
 from mmengine.config import Config, ConfigDict
 
@@ -8,15 +8,38 @@ SECTIONS = ('train_dataloader', 'val_dataloader', 'test_dataloader')
 EVALUATORS = ('val_evaluator', 'test_evaluator')
 
 
-def _datasets(dataset: dict):
-    """Yield a dataset config and those it wraps (CBGSDataset, ...)."""
-    while isinstance(dataset, dict):
-        yield dataset
-        dataset = dataset.get('dataset')
+def unwrap_datasets(dataset) -> Iterator[dict]:
+    """A dataset config and those it wraps (CBGSDataset, ConcatDataset)."""
+    if not isinstance(dataset, dict):
+        return
+    yield dataset
+    inner = dataset.get('dataset')
+    if isinstance(inner, dict):
+        yield from unwrap_datasets(inner)
+    for inner in dataset.get('datasets') or []:
+        yield from unwrap_datasets(inner)
+
+
+def _redirect_db_sampler(dataset: dict, root: str) -> None:
+    """``ObjectSample``'s ground-truth database moves with the data."""
+    for transform in dataset.get('pipeline') or []:
+        sampler = transform.get('db_sampler') if isinstance(
+            transform, dict) else None
+        if not isinstance(sampler, dict):
+            continue
+        if 'data_root' in sampler:
+            sampler['data_root'] = root
+        if sampler.get('info_path'):
+            sampler['info_path'] = osp.join(
+                root, osp.basename(sampler['info_path']))
 
 
 def redirect_data_root(cfg: Config, data_root: str) -> Config:
     """Set ``data_root`` of every dataset and evaluator of ``cfg``.
+
+    Wrapped datasets (``CBGSDataset``, ``ConcatDataset`` children) and the
+    ground-truth database of ``ObjectSample`` (its ``data_root`` and
+    ``info_path``) move too.
 
     Evaluators hold the info file as a full path: their ``ann_file`` keeps
     its file name and moves under ``data_root``. A config's top-level
@@ -36,9 +59,10 @@ def redirect_data_root(cfg: Config, data_root: str) -> Config:
         loader = cfg.get(section)
         if not loader:
             continue
-        for dataset in _datasets(loader.get('dataset')):
+        for dataset in unwrap_datasets(loader.get('dataset')):
             if 'data_root' in dataset:
                 dataset['data_root'] = root
+            _redirect_db_sampler(dataset, root)
     for section in EVALUATORS:
         evaluators = cfg.get(section)
         if not evaluators:

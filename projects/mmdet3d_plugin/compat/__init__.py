@@ -1,0 +1,38 @@
+"""Fixes for today's torch / mmengine / mmdet3d stack, all in one place.
+
+Each module names the upstream problem it works around and when it can go;
+:mod:`.inventory` lists them, with everything else in the plugin that relies
+on private upstream behaviour, and the versions each was reviewed against.
+Applied once, on ``import projects.mmdet3d_plugin``; nothing here edits
+files of another package on disk or changes numpy or torch globally.
+
+1. ``checkpoints``: weights-only ``torch.load`` of mmengine checkpoints
+   (torch >= 2.6, mmengine #1655).
+2. ``cpu_dist``: DDP on a CPU-only torch (mmengine #1460).
+3. ``spconv_cpu``: spconv's backward without CUDA.
+4. ``dbsampler``: ``ObjectSample`` / ``DataBaseSampler`` on numpy >= 1.24
+   (mmdet3d #2821); switchable.
+"""
+from . import dbsampler
+from .known_errors import KNOWN_ERRORS, KnownError, known_error
+from .checkpoints import allow_mmengine_checkpoints
+from .cpu_dist import CPUDistributedDataParallel, init_cpu_dist
+from .inventory import (OFF_VARIABLE, OVERRIDES, Override,
+                        outside_reviewed_range, switched_off)
+from .spconv_cpu import let_spconv_train_on_cpu
+
+__all__ = [
+    'CPUDistributedDataParallel', 'KNOWN_ERRORS', 'KnownError', 'OFF_VARIABLE',
+    'OVERRIDES', 'Override', 'known_error',
+    'allow_mmengine_checkpoints', 'init_cpu_dist', 'let_spconv_train_on_cpu',
+    'outside_reviewed_range', 'switched_off', 'applied'
+]
+
+_OFF = switched_off()
+#: Names of the switchable fixes applied in this process.
+applied = set()
+
+allow_mmengine_checkpoints()
+let_spconv_train_on_cpu()
+if dbsampler.NAME not in _OFF and dbsampler.apply():
+    applied.add(dbsampler.NAME)
