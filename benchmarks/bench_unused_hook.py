@@ -32,6 +32,8 @@ import time
 
 REPO = osp.dirname(osp.dirname(osp.abspath(__file__)))
 sys.path.insert(0, REPO)
+# The test helpers (rendezvous environment of hand-started ranks).
+sys.path.insert(1, osp.join(REPO, 'tests'))
 
 CONFIG = osp.join(REPO, 'configs/centerpoint/centerpoint_pillar_synthetic.py')
 MODES = ('no_hook', 'hook_checking', 'hook_past_window', 'find_unused_true')
@@ -94,7 +96,8 @@ def _time_hook_methods(runner, self_times, gather_times):
     """Time the unused-parameter hook's own iteration methods, and apart
     the gather of the other rank's report in them (mostly waiting for that
     rank to finish the same iteration)."""
-    from projects.mmdet3d_plugin.hooks import DDPUnusedParamHook
+    from projects.mmdet3d_plugin.engine.hooks.ddp_unused_param_hook import (
+        DDPUnusedParamHook)
     for hook in runner.hooks:
         if not isinstance(hook, DDPUnusedParamHook):
             continue
@@ -121,7 +124,7 @@ def _time_hook_methods(runner, self_times, gather_times):
 def _make_cfg(args, mode, work_dir):
     from mmengine.config import Config
 
-    from projects.mmdet3d_plugin.engine.launch import load
+    from projects.mmdet3d_plugin.apis.launch import load
     cfg = load(args.config, None, 'pytorch', work_dir)
     cfg = Config(
         cfg.to_dict(), filename=cfg.filename, format_python_code=False)
@@ -155,7 +158,7 @@ def _make_cfg(args, mode, work_dir):
 def worker(args) -> None:
     from mmdet3d.registry import RUNNERS
 
-    from projects.mmdet3d_plugin.compat import init_cpu_dist
+    from projects.mmdet3d_plugin.compat.cpu_dist import init_cpu_dist
     init_cpu_dist(timeout=600)
     rank = int(os.environ['RANK'])
     results = {mode: [] for mode in MODES}
@@ -189,9 +192,10 @@ def worker(args) -> None:
 
 
 def launch(args) -> dict:
-    from projects.mmdet3d_plugin.utils import (free_port,
-                                               prepare_synthetic_nuscenes,
-                                               rendezvous_env)
+    from projects.mmdet3d_plugin.engine.ports import free_port
+    from projects.mmdet3d_plugin.synthetic.writer import (
+        prepare_synthetic_nuscenes)
+    from dist_env import rendezvous_env
     prepare_synthetic_nuscenes(args.data_root, seed=0)
     port = free_port()
     with tempfile.TemporaryDirectory() as tmp:

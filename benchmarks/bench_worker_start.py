@@ -43,6 +43,8 @@ import time
 REPO = osp.dirname(osp.dirname(osp.abspath(__file__)))
 if REPO not in sys.path:
     sys.path.insert(0, REPO)
+# The test helpers (info files of any size for the generated data).
+sys.path.insert(1, osp.join(REPO, 'tests'))
 
 METHODS = ('fork', 'spawn', 'forkserver')
 CLASSES = ('NuScenesDataset', 'SafeNuScenesDataset')
@@ -231,7 +233,8 @@ def run_child(args):
     """Measure one dataset class under every start method."""
     from multiprocessing.reduction import ForkingPickler
     if args.child == 'SafeNuScenesDataset':
-        from projects.mmdet3d_plugin.utils import setup_forkserver_preload
+        from projects.mmdet3d_plugin.datasets.forkserver import (
+            setup_forkserver_preload)
         setup_forkserver_preload(start=True)
     import projects.mmdet3d_plugin  # noqa: F401  registers the dataset
     start = time.perf_counter()
@@ -371,8 +374,7 @@ def floor_context(ours):
 
 
 def run_parent(args):
-    from projects.mmdet3d_plugin.datasets.synthetic_infos import \
-        write_synthetic_infos
+    from synthetic_infos import write_synthetic_infos
     work_dir = args.work_dir or tempfile.mkdtemp(prefix='bench_workers_')
     os.makedirs(work_dir, exist_ok=True)
     big_file = osp.join(work_dir, f'infos_{args.infos}.pkl')

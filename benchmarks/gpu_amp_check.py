@@ -167,8 +167,8 @@ def run_mode(name: str, presets, cfg, batches, args) -> dict:
     import torch
     from mmengine.optim import build_optim_wrapper
     from mmdet3d.registry import MODELS
-    from projects.mmdet3d_plugin.engine import check_amp_supported
-    from projects.mmdet3d_plugin.utils import apply_presets
+    from projects.mmdet3d_plugin.engine.amp import check_amp_supported
+    from projects.mmdet3d_plugin.config.presets import apply_presets
 
     row = dict(mode=name, presets=presets)
     mode_cfg = copy.deepcopy(cfg)

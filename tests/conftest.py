@@ -12,11 +12,9 @@ from pathlib import Path
 import pytest
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-SYNTHETIC_SOURCES = (
-    'projects/mmdet3d_plugin/utils/synthetic_scene.py',
-    'projects/mmdet3d_plugin/utils/synthetic_nuscenes.py',
-    'projects/mmdet3d_plugin/utils/nuscenes_converter.py',
-)
+SYNTHETIC_SOURCES = tuple(
+    p.relative_to(REPO_ROOT).as_posix() for p in sorted(
+        (REPO_ROOT / 'projects' / 'mmdet3d_plugin' / 'synthetic').glob('*.py')))
 
 
 def synthetic_cache_dir(seed: int = 0) -> Path:
@@ -37,5 +35,6 @@ def nus_synthetic() -> Path:
     """Root of the generated dataset (seed 0): ``v1.0-mini`` tables,
     ``samples/``, ``sweeps/``, ``maps/``, ``nuscenes_infos_{train,val}.pkl``
     and the ground-truth database, made by mmdet3d's converter."""
-    from projects.mmdet3d_plugin.utils import prepare_synthetic_nuscenes
+    from projects.mmdet3d_plugin.synthetic.writer import (
+        prepare_synthetic_nuscenes)
     return prepare_synthetic_nuscenes(synthetic_cache_dir(seed=0), seed=0)

@@ -25,7 +25,7 @@ import toy_models  # noqa: E402  registers the toy model and data
 from mmengine.config import Config  # noqa: E402
 from mmengine.runner import Runner  # noqa: E402
 
-from projects.mmdet3d_plugin.compat import init_cpu_dist  # noqa: E402
+from projects.mmdet3d_plugin.compat.cpu_dist import init_cpu_dist  # noqa: E402
 
 
 def run(out: Path, name: str, kwargs: dict) -> dict:

@@ -10,10 +10,12 @@ import projects.mmdet3d_plugin  # noqa: F401  registers PluginRunner
 from gpu import requires_cuda, requires_no_cuda
 from mmdet3d.registry import HOOKS, RUNNERS
 from precision_toys import collect_logs, parameters_of, toy_cfg
-from projects.mmdet3d_plugin.engine import (AccumulationResumeHook,
-                                            check_amp_supported,
-                                            warn_accumulation_with_batchnorm)
-from projects.mmdet3d_plugin.utils import apply_presets, apply_train_flags
+from projects.mmdet3d_plugin.engine.hooks.accumulation_resume_hook import (
+    AccumulationResumeHook)
+from projects.mmdet3d_plugin.engine.amp import (
+    check_amp_supported, warn_accumulation_with_batchnorm)
+from projects.mmdet3d_plugin.config.presets import (apply_presets,
+                                                    apply_train_flags)
 
 
 @HOOKS.register_module(force=True)

@@ -16,9 +16,8 @@ import pytest
 from mmengine.registry import init_default_scope
 
 from mmdet3d.registry import DATASETS, HOOKS
-from projects.mmdet3d_plugin.engine.launch import (run_tool, train,
-                                                   train_parser)
-from projects.mmdet3d_plugin.engine.tool_errors import user_error_message
+from projects.mmdet3d_plugin.apis.launch import run_tool, train, train_parser
+from projects.mmdet3d_plugin.apis.errors import user_error_message
 
 REPO = Path(__file__).resolve().parents[1]
 TESTS = Path(__file__).resolve().parent

@@ -12,8 +12,9 @@ from mmengine.runner import Runner
 from torch import nn
 
 import projects.mmdet3d_plugin  # noqa: F401  applies the fixes
-from projects.mmdet3d_plugin.compat import init_cpu_dist
-from projects.mmdet3d_plugin.utils import free_port, rendezvous_env
+from projects.mmdet3d_plugin.compat.cpu_dist import init_cpu_dist
+from projects.mmdet3d_plugin.engine.ports import free_port
+from dist_env import rendezvous_env
 
 
 class _Linear(BaseModel):

@@ -7,11 +7,11 @@ import pytest
 from packaging.version import Version
 
 from projects.mmdet3d_plugin import compat
-from projects.mmdet3d_plugin.compat import (OFF_VARIABLE, OVERRIDES,
-                                            outside_reviewed_range,
-                                            switched_off)
+from projects.mmdet3d_plugin.compat.inventory import (OFF_VARIABLE, OVERRIDES,
+                                                      outside_reviewed_range,
+                                                      switched_off)
 from projects.mmdet3d_plugin.compat.inventory import installed_version
-from projects.mmdet3d_plugin.engine.tool_errors import user_error_message
+from projects.mmdet3d_plugin.apis.errors import user_error_message
 
 PACKAGE = Path(compat.__file__).resolve().parents[1]
 

@@ -10,7 +10,7 @@ from mmengine.registry import init_default_scope
 
 from mmdet3d.registry import DATASETS, MODELS
 from projects.mmdet3d_plugin import load_config
-from projects.mmdet3d_plugin.utils import redirect_data_root
+from projects.mmdet3d_plugin.config.data_root import redirect_data_root
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 CONFIGS = sorted(

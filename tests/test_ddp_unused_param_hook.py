@@ -20,11 +20,14 @@ from mmengine.runner import Runner
 import projects.mmdet3d_plugin  # noqa: F401  registers the hook
 import toy_models
 from mmdet3d.registry import MODELS
-from projects.mmdet3d_plugin.hooks import DDPUnusedParamHook
-from projects.mmdet3d_plugin.utils import (find_unused_parameters, free_port,
-                                           rendezvous_env)
-from projects.mmdet3d_plugin.utils.unused_params import (
-    UnusedParamSummary, parse_unused_indices, wrapper_config_line)
+from projects.mmdet3d_plugin.engine.hooks.ddp_unused_param_hook import (
+    DDPUnusedParamHook)
+from projects.mmdet3d_plugin.apis.find_unused import find_unused_parameters
+from projects.mmdet3d_plugin.engine.ports import free_port
+from dist_env import rendezvous_env
+from projects.mmdet3d_plugin.engine.unused_params import (UnusedParamSummary,
+                                                          parse_unused_indices,
+                                                          wrapper_config_line)
 
 REPO = Path(__file__).resolve().parents[1]
 DEAD = ['dead.weight', 'dead.bias']

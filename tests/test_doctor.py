@@ -24,12 +24,11 @@ from torch import nn
 import projects.mmdet3d_plugin  # noqa: F401  registers the plugin
 from gpu import requires_no_cuda
 from mmdet3d.registry import DATASETS, MODELS, TRANSFORMS
-from projects.mmdet3d_plugin.compat import OFF_VARIABLE
-from projects.mmdet3d_plugin.engine.doctor import main, run_doctor
-from projects.mmdet3d_plugin.engine.doctor_context import (DoctorContext,
-                                                           DoctorOptions,
-                                                           passed)
-from projects.mmdet3d_plugin.engine.doctor_types import config_types
+from projects.mmdet3d_plugin.compat.inventory import OFF_VARIABLE
+from projects.mmdet3d_plugin.doctor.preflight import main, run_doctor
+from projects.mmdet3d_plugin.doctor.context import (DoctorContext,
+                                                    DoctorOptions, passed)
+from projects.mmdet3d_plugin.doctor.checks.types import config_types
 
 REPO = Path(__file__).resolve().parents[1]
 SYNTHETIC = REPO / 'configs' / 'centerpoint' / \
@@ -411,7 +410,7 @@ def test_types_map_to_the_runners_registries(synthetic_refs, path,
 
 def test_spconv_runs_for_sparse_models(tmp_path):
     from projects.mmdet3d_plugin import load_config
-    from projects.mmdet3d_plugin.engine.doctor_env import check_spconv
+    from projects.mmdet3d_plugin.doctor.checks.env import check_spconv
     ctx = DoctorContext(DoctorOptions(config=str(VOXEL)), str(tmp_path))
     ctx.provide('cfg', load_config(str(VOXEL)))
     line = check_spconv(ctx)
@@ -440,8 +439,8 @@ def test_script_on_small_centerpoint_passes(nus_synthetic, tmp_path):
 
 
 def _doctor_args(*argv):
-    from projects.mmdet3d_plugin.engine.doctor import (doctor_parser,
-                                                       merge_train_args)
+    from projects.mmdet3d_plugin.doctor.preflight import (doctor_parser,
+                                                          merge_train_args)
     return merge_train_args(doctor_parser().parse_args(['cfg.py', *argv]))
 
 

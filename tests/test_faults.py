@@ -19,10 +19,10 @@ import torch
 import torch.multiprocessing as mp
 from mmengine.runner import Runner
 
-from projects.mmdet3d_plugin.engine.atomic_checkpoint import (
-    _deferred_signals, atomic_write, is_temporary)
-from projects.mmdet3d_plugin.engine.tool_errors import worker_death_message
-from projects.mmdet3d_plugin.utils import free_port
+from projects.mmdet3d_plugin.fileio.atomic import (_deferred_signals,
+                                                   atomic_write, is_temporary)
+from projects.mmdet3d_plugin.apis.errors import worker_death_message
+from projects.mmdet3d_plugin.engine.ports import free_port
 
 REPO = Path(__file__).resolve().parents[1]
 TESTS = Path(__file__).resolve().parent

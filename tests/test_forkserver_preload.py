@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from projects.mmdet3d_plugin.utils import setup_forkserver_preload
+from projects.mmdet3d_plugin.datasets.forkserver import (
+    setup_forkserver_preload)
 
 REPO = Path(__file__).resolve().parents[1]
 HEAVY = ['mmdet3d.datasets', 'mmengine', 'projects.mmdet3d_plugin', 'torch']
@@ -25,14 +26,14 @@ SCRIPT = textwrap.dedent("""
 
     def main(how):
         if how == 'setup':
-            from projects.mmdet3d_plugin.utils import setup_forkserver_preload
+            from projects.mmdet3d_plugin.datasets import (
+                setup_forkserver_preload)
             setup_forkserver_preload()
         elif how == 'dataset':
             from mmengine.registry import init_default_scope
             from mmdet3d.registry import DATASETS
             import projects.mmdet3d_plugin  # noqa: F401
-            from projects.mmdet3d_plugin.datasets.synthetic_infos import \\
-                write_synthetic_infos
+            from synthetic_infos import write_synthetic_infos
             init_default_scope('mmdet3d')
             write_synthetic_infos(sys.argv[2], 2)
             prefix = dict(pts='samples/LIDAR_TOP', sweeps='sweeps/LIDAR_TOP')

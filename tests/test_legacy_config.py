@@ -13,10 +13,10 @@ from gpu import requires_cuda, requires_no_cuda
 from mmdet3d.registry import DATASETS, HOOKS, RUNNERS
 from precision_toys import collect_logs, parameters_of, toy_cfg
 from projects.mmdet3d_plugin import load_config
-from projects.mmdet3d_plugin.engine import check_amp_supported
-from projects.mmdet3d_plugin.utils import (format_migration_table,
-                                           translate_legacy)
-from projects.mmdet3d_plugin.utils.legacy_config import LEGACY_KEYS
+from projects.mmdet3d_plugin.engine.amp import check_amp_supported
+from projects.mmdet3d_plugin.config.legacy.translator import (
+    format_migration_table, translate_legacy)
+from projects.mmdet3d_plugin.config.legacy.translator import LEGACY_KEYS
 
 REPO = Path(__file__).resolve().parents[1]
 MMDET3D_CENTERPOINT = ('mmdet3d::centerpoint/centerpoint_pillar02_second_'

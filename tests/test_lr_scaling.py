@@ -5,8 +5,9 @@ from mmengine.runner import Runner
 import projects.mmdet3d_plugin  # noqa: F401  registers PluginRunner
 from mmdet3d.registry import RUNNERS
 from precision_toys import collect_logs, toy_cfg
-from projects.mmdet3d_plugin.engine import (effective_batch_size,
-                                            effective_lr, lr_scale_factor)
+from projects.mmdet3d_plugin.engine.lr_scaling import (effective_batch_size,
+                                                       effective_lr,
+                                                       lr_scale_factor)
 
 
 @pytest.mark.parametrize('world, batch, accum, base, lr, expected', [

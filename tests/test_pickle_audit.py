@@ -13,10 +13,10 @@ from mmengine.registry import init_default_scope
 from nuscenes.eval.detection.config import config_factory
 
 import projects.mmdet3d_plugin  # noqa: F401  registers the plugin
-from projects.mmdet3d_plugin.datasets import SafeNuScenesDataset
-from projects.mmdet3d_plugin.datasets.synthetic_infos import \
-    write_synthetic_infos
-from projects.mmdet3d_plugin.utils import find_unpicklable
+from projects.mmdet3d_plugin.datasets.safe_nuscenes_dataset import (
+    SafeNuScenesDataset)
+from synthetic_infos import write_synthetic_infos
+from projects.mmdet3d_plugin.datasets.pickle_audit import find_unpicklable
 
 REPO = Path(__file__).resolve().parents[1]
 PREFIX = dict(pts='samples/LIDAR_TOP', sweeps='sweeps/LIDAR_TOP')
@@ -268,8 +268,8 @@ def test_check_pickle_tool_names_offender_and_fails(
 
 
 def test_check_pickle_tool_rejects_missing_split(tmp_path, info_file):
-    from projects.mmdet3d_plugin.utils.pickle_audit import \
-        build_split_dataset
+    from projects.mmdet3d_plugin.datasets.pickle_audit import (
+        build_split_dataset)
     from mmengine.config import Config
     cfg = Config(dict(train_dataloader=dict(dataset=dict())))
     with pytest.raises(ValueError, match='no val_dataloader.dataset'):

@@ -87,7 +87,7 @@ def test_legacy_plugin_dir_is_imported(tmp_path):
     result = _python(f"""
         import sys
         sys.path.insert(0, '.')
-        from projects.mmdet3d_plugin.engine.launch import load
+        from projects.mmdet3d_plugin.apis.launch import load
         from mmdet3d.registry import HOOKS
         load({str(cfg)!r}, None, 'none', 'work')
         assert HOOKS.get('LegacyPluginHook') is not None
@@ -97,7 +97,7 @@ def test_legacy_plugin_dir_is_imported(tmp_path):
 
 
 def test_legacy_plugin_without_dir_is_refused(tmp_path):
-    from projects.mmdet3d_plugin.engine.launch import load
+    from projects.mmdet3d_plugin.apis.launch import load
     cfg = tmp_path / 'legacy.py'
     cfg.write_text('plugin = True\n')
     with pytest.raises(ValueError, match='plugin_dir'):

@@ -12,8 +12,10 @@ from torch import nn
 import projects.mmdet3d_plugin  # noqa: F401  registers BF16AmpOptimWrapper
 from precision_toys import collect_logs
 from projects.mmdet3d_plugin import load_config
-from projects.mmdet3d_plugin.utils import (add_train_flags, apply_presets,
-                                           apply_train_flags, known_presets)
+from projects.mmdet3d_plugin.config.presets import (add_train_flags,
+                                                    apply_presets,
+                                                    apply_train_flags,
+                                                    known_presets)
 
 REPO = Path(__file__).resolve().parents[1]
 MMDET3D_CENTERPOINT = ('mmdet3d::centerpoint/centerpoint_pillar02_second_'

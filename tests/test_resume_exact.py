@@ -15,7 +15,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from projects.mmdet3d_plugin.engine.atomic_checkpoint import is_temporary
+from projects.mmdet3d_plugin.fileio.atomic import is_temporary
 
 REPO = Path(__file__).resolve().parents[1]
 TESTS = Path(__file__).resolve().parent

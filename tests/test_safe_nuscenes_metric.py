@@ -12,9 +12,11 @@ from nuscenes.eval.detection.config import config_factory
 import projects.mmdet3d_plugin  # noqa: F401  registers the plugin
 from mmdet3d.evaluation.metrics import NuScenesMetric
 from mmdet3d.registry import METRICS
-from projects.mmdet3d_plugin.datasets import (PicklableDetectionConfig,
-                                              SafeNuScenesDataset)
-from projects.mmdet3d_plugin.evaluation import SafeNuScenesMetric
+from projects.mmdet3d_plugin.datasets.picklable import PicklableDetectionConfig
+from projects.mmdet3d_plugin.datasets.safe_nuscenes_dataset import (
+    SafeNuScenesDataset)
+from projects.mmdet3d_plugin.evaluation.safe_nuscenes_metric import (
+    SafeNuScenesMetric)
 
 PREFIX = dict(pts='samples/LIDAR_TOP', img='', sweeps='sweeps/LIDAR_TOP')
 

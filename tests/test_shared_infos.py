@@ -14,13 +14,13 @@ from mmengine.registry import init_default_scope
 from mmdet3d.datasets import NuScenesDataset
 
 import projects.mmdet3d_plugin  # noqa: F401  registers the plugin
-from projects.mmdet3d_plugin.datasets import SafeNuScenesDataset
+from projects.mmdet3d_plugin.datasets.safe_nuscenes_dataset import (
+    SafeNuScenesDataset)
 from projects.mmdet3d_plugin.datasets.shared_infos import (FILE_PREFIX,
                                                            SharedArrays,
                                                            info_file_dirs,
                                                            sweep_stale_files)
-from projects.mmdet3d_plugin.datasets.synthetic_infos import \
-    write_synthetic_infos
+from synthetic_infos import write_synthetic_infos
 
 REPO = Path(__file__).resolve().parents[1]
 PREFIX = dict(pts='samples/LIDAR_TOP', sweeps='sweeps/LIDAR_TOP')

@@ -23,11 +23,10 @@ from nuscenes.utils import splits
 from nuscenes.utils.data_classes import LidarPointCloud
 from nuscenes.utils.geometry_utils import points_in_box
 
-from projects.mmdet3d_plugin.utils import (SyntheticNuScenesConfig,
-                                           generate_synthetic_nuscenes,
-                                           prepare_synthetic_nuscenes)
-from projects.mmdet3d_plugin.utils.synthetic_scene import \
-    DETECTION_CLASSES
+from projects.mmdet3d_plugin.synthetic.writer import (
+    SyntheticNuScenesConfig, generate_synthetic_nuscenes,
+    prepare_synthetic_nuscenes)
+from projects.mmdet3d_plugin.synthetic.scene import DETECTION_CLASSES
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 TABLES = ('attribute', 'calibrated_sensor', 'category', 'ego_pose', 'instance',

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from projects.mmdet3d_plugin.engine.quickstart import derived_config
-from projects.mmdet3d_plugin.utils import free_port
+from projects.mmdet3d_plugin.apis.quickstart import derived_config
+from projects.mmdet3d_plugin.engine.ports import free_port
 from gpu import requires_no_cuda
 
 REPO = Path(__file__).resolve().parents[1]

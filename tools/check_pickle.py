@@ -16,7 +16,8 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def parse_args():
-    from projects.mmdet3d_plugin.utils.config import add_cfg_options
+    from projects.mmdet3d_plugin.config.loading import (  # noqa: E402
+        add_cfg_options)
     parser = argparse.ArgumentParser(
         description='Pickle the dataset of a config as a spawn worker would')
     parser.add_argument('config', help='config file path')
@@ -33,8 +34,9 @@ def parse_args():
 
 def main():
     args = parse_args()
-    from projects.mmdet3d_plugin.utils import load_config
-    from projects.mmdet3d_plugin.utils.pickle_audit import (
+    from projects.mmdet3d_plugin.config.loading import (  # noqa: E402
+        load_config)
+    from projects.mmdet3d_plugin.datasets.pickle_audit import (  # noqa: E402
         build_split_dataset, check_picklable, format_report)
     cfg = load_config(args.config, args.cfg_options)
     dataset = build_split_dataset(cfg, args.split)

@@ -18,7 +18,8 @@ import sys
 
 sys.path.insert(0, osp.dirname(osp.dirname(osp.abspath(__file__))))
 
-from projects.mmdet3d_plugin.utils import create_nuscenes_infos  # noqa: E402
+from projects.mmdet3d_plugin.synthetic.converter import (  # noqa: E402
+    create_nuscenes_infos)
 
 
 def parse_args():

@@ -15,9 +15,9 @@ import sys
 
 sys.path.insert(0, osp.dirname(osp.dirname(osp.abspath(__file__))))
 
-from projects.mmdet3d_plugin.engine.doctor import (  # noqa: E402
+from projects.mmdet3d_plugin.doctor.preflight import (  # noqa: E402
     doctor_parser, run_from_args)
-from projects.mmdet3d_plugin.engine.tool_errors import run_tool  # noqa: E402
+from projects.mmdet3d_plugin.apis.errors import run_tool  # noqa: E402
 
 
 def parse_args():

@@ -17,10 +17,12 @@ import sys
 
 sys.path.insert(0, osp.dirname(osp.dirname(osp.abspath(__file__))))
 
-from projects.mmdet3d_plugin.engine.launch import load  # noqa: E402
-from projects.mmdet3d_plugin.utils.config import add_cfg_options  # noqa: E402
-from projects.mmdet3d_plugin.utils.unused_params import (  # noqa: E402
-    describe, find_unused_parameters)
+from projects.mmdet3d_plugin.apis.launch import load  # noqa: E402
+from projects.mmdet3d_plugin.config.loading import (  # noqa: E402
+    add_cfg_options)
+from projects.mmdet3d_plugin.engine.unused_params import describe  # noqa: E402
+from projects.mmdet3d_plugin.apis.find_unused import (  # noqa: E402
+    find_unused_parameters)
 
 
 def parse_args(argv=None):

@@ -6,7 +6,7 @@ import sys
 
 sys.path.insert(0, osp.dirname(osp.dirname(osp.abspath(__file__))))
 
-from projects.mmdet3d_plugin.engine.quickstart import run_quickstart  # noqa
+from projects.mmdet3d_plugin.apis.quickstart import run_quickstart  # noqa
 
 
 def parse_args():

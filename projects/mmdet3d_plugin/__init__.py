@@ -7,12 +7,11 @@ Load it from a config with::
         imports=['projects.mmdet3d_plugin'], allow_failed_imports=False)
 
 Importing registers the plugin's classes into mmdet3d's registries and applies
-the stack fixes documented in :mod:`projects.mmdet3d_plugin.compat`; it does
-nothing else.
+the stack fixes listed in :mod:`projects.mmdet3d_plugin.compat` (its
+``inventory``); it does nothing else.
 """
-from . import compat  # noqa: F401  checkpoint loading and CPU DDP fixes
-from . import datasets  # noqa: F401  registers datasets and transforms
-from . import engine  # noqa: F401  registers the runner and AMP wrapper
-from . import evaluation  # noqa: F401  registers metrics
-from . import hooks  # noqa: F401  registers hooks
-from .utils import load_config  # noqa: F401
+from . import compat  # noqa: F401  the stack fixes (compat/inventory.py)
+from . import datasets  # noqa: F401  registers SafeNuScenesDataset
+from . import engine  # noqa: F401  registers the runner, hooks, optim wrapper
+from . import evaluation  # noqa: F401  registers SafeNuScenesMetric
+from .config import load_config  # noqa: F401

@@ -31,8 +31,8 @@ from typing import Any, Dict
 from nuscenes.eval.detection.config import config_factory
 from nuscenes.eval.detection.data_classes import DetectionConfig
 
-from ..utils.pickle_audit import (WORKER_CONTEXT, auditing, find_offenders,
-                                  unpicklable_message)
+from .pickle_audit import (WORKER_CONTEXT, auditing, find_offenders,
+                           unpicklable_message)
 
 _VIEW_KINDS = {}
 for _mapping in (dict(), collections.OrderedDict()):

@@ -15,7 +15,7 @@ from mmengine.logging import print_log
 from torch import nn
 from torch.nn.modules.batchnorm import _BatchNorm
 
-from ..utils.presets import is_multi_wrapper
+from ..config.presets import is_multi_wrapper
 
 #: Wrapper types that need a GPU-like device (mmengine asserts on CPU).
 _DEVICE_AMP_TYPES = ('AmpOptimWrapper', 'mmengine.AmpOptimWrapper')

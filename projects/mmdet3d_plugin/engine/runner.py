@@ -5,8 +5,8 @@ from mmengine.optim import OptimWrapper, OptimWrapperDict, _ParamScheduler
 from mmengine.runner import Runner
 from mmdet3d.registry import RUNNERS
 
-from ..utils.presets import validate_optim_wrapper
-from .accumulation_resume_hook import AccumulationResumeHook
+from ..config.presets import validate_optim_wrapper
+from .hooks.accumulation_resume_hook import AccumulationResumeHook
 from .amp import check_amp_supported, warn_accumulation_with_batchnorm
 from .lr_scaling import lr_scale_factor
 

@@ -1,24 +1,23 @@
-from .config import load_config
-from .data_root import redirect_data_root
-from .forkserver import setup_forkserver_preload
-from .legacy_config import format_migration_table, translate_legacy
-from .nuscenes_converter import create_nuscenes_infos, load_mmdet3d_converter
-from .pickle_audit import check_picklable, find_unpicklable
-from .ports import free_port, rendezvous_env
-from .presets import (add_train_flags, apply_presets, apply_train_flags,
-                      known_presets)
-from .synthetic_nuscenes import (SyntheticNuScenesConfig,
-                                 generate_synthetic_nuscenes,
-                                 prepare_synthetic_nuscenes)
-from .unused_params import find_unused_parameters
+"""The import paths of earlier releases, kept working: every name here is
+re-exported from the capability folder that holds it now (``config``,
+``datasets``, ``synthetic``, ``engine``, ``apis``). New code imports from
+there."""
+from ..apis.find_unused import find_unused_parameters
+from ..config import (add_train_flags, apply_presets, apply_train_flags,
+                      format_migration_table, known_presets, load_config,
+                      redirect_data_root, translate_legacy)
+from ..datasets import (check_picklable, find_unpicklable,
+                        setup_forkserver_preload)
+from ..engine.ports import free_port
+from ..synthetic import (SyntheticNuScenesConfig, create_nuscenes_infos,
+                         generate_synthetic_nuscenes, load_mmdet3d_converter,
+                         prepare_synthetic_nuscenes)
 
 __all__ = [
-    'check_picklable', 'find_unpicklable', 'free_port', 'rendezvous_env',
-    'setup_forkserver_preload',
-    'create_nuscenes_infos',
-    'load_mmdet3d_converter', 'SyntheticNuScenesConfig',
-    'generate_synthetic_nuscenes', 'prepare_synthetic_nuscenes',
-    'find_unused_parameters', 'redirect_data_root', 'load_config',
-    'apply_presets', 'apply_train_flags', 'add_train_flags', 'known_presets',
-    'translate_legacy', 'format_migration_table'
+    'SyntheticNuScenesConfig', 'add_train_flags', 'apply_presets',
+    'apply_train_flags', 'check_picklable', 'create_nuscenes_infos',
+    'find_unpicklable', 'find_unused_parameters', 'format_migration_table',
+    'free_port', 'generate_synthetic_nuscenes', 'known_presets',
+    'load_config', 'load_mmdet3d_converter', 'prepare_synthetic_nuscenes',
+    'redirect_data_root', 'setup_forkserver_preload', 'translate_legacy'
 ]

@@ -3,8 +3,8 @@ accumulation through BatchNorm, the effective batch and LR, finite losses."""
 import math
 from typing import Dict, List, Optional, Tuple
 
-from .doctor_context import (CheckResult, DoctorContext, failed, one_line,
-                             passed, warned)
+from ..context import (CheckResult, DoctorContext, failed, one_line, passed,
+                       warned)
 
 _FP16_TYPES = ('AmpOptimWrapper', 'mmengine.AmpOptimWrapper')
 _BF16_TYPES = ('BF16AmpOptimWrapper', 'mmdet3d.BF16AmpOptimWrapper')
@@ -59,7 +59,7 @@ def check_amp(ctx: DoctorContext) -> CheckResult:
     """The configured precision runs on this machine."""
     import torch
 
-    from .amp import check_amp_supported
+    from ...engine.amp import check_amp_supported
     optim_wrapper = _single_wrapper(ctx.cfg)
     possible = machine_precisions()
     device = 'CUDA' if torch.cuda.is_available() else 'CPU'
@@ -96,8 +96,8 @@ def check_accumulation_bn(ctx: DoctorContext) -> CheckResult:
     from mmengine.logging import MMLogger
     from torch.nn.modules.batchnorm import _BatchNorm
 
-    from .amp import (accumulative_counts_of,
-                      warn_accumulation_with_batchnorm)
+    from ...engine.amp import (accumulative_counts_of,
+                               warn_accumulation_with_batchnorm)
     model = ctx.artifacts['runner'].model
     counts = accumulative_counts_of(ctx.cfg) or 1
     norms = [n for n, m in model.named_modules() if isinstance(m, _BatchNorm)]
@@ -131,7 +131,7 @@ def _counts_accumulation(cfg) -> bool:
     """Whether the config's Runner counts accumulation in auto_scale_lr."""
     from mmdet3d.registry import RUNNERS
 
-    from .runner import PluginRunner
+    from ...engine.runner import PluginRunner
     kind = cfg.get('runner_type')
     if not kind:
         return False
@@ -147,8 +147,8 @@ def lr_plan(cfg, world_size: int) -> Tuple[Dict, List[str]]:
         ``accumulative_counts``, ``effective_batch``, ``base_batch_size``,
         ``scaled_lr``, ``enabled``, ``run_lr``), and problems found.
     """
-    from .amp import accumulative_counts_of
-    from .lr_scaling import effective_batch_size, effective_lr
+    from ...engine.amp import accumulative_counts_of
+    from ...engine.lr_scaling import effective_batch_size, effective_lr
     problems = []
     wrapper = _single_wrapper(cfg) or {}
     base_lr = (wrapper.get('optimizer') or {}).get('lr')

@@ -16,7 +16,7 @@ file under the real name, and ``--resume`` then fails to load it. Here:
 * :func:`remove_stale_temporaries` deletes the temporary files that a
   SIGKILL during a write leaves behind.
 
-:class:`~projects.mmdet3d_plugin.hooks.AtomicCheckpointHook` uses them for
+:class:`~projects.mmdet3d_plugin.engine.hooks.AtomicCheckpointHook` uses them for
 checkpoints, and :func:`use_atomic_checkpoints` makes it the checkpoint hook
 of a config (the plugin's tools call it).
 """
@@ -30,7 +30,6 @@ import threading
 from pathlib import Path
 from typing import Iterator, List, Union
 
-from mmengine.config import Config
 from mmengine.fileio import LocalBackend, register_backend
 
 #: Name of the registered file backend.
@@ -188,33 +187,3 @@ class AtomicLocalBackend(LocalBackend):
             encoding (str): Encoding of the text. Defaults to 'utf-8'.
         """
         atomic_write(obj, filepath, encoding=encoding)
-
-
-def use_atomic_checkpoints(cfg: Config) -> Config:
-    """Make ``cfg``'s checkpoint hook :class:`AtomicCheckpointHook`.
-
-    Only mmengine's stock ``CheckpointHook`` (the default) is replaced; a
-    config that names another checkpoint hook keeps it, as does one that
-    sets ``default_hooks.checkpoint = None``. Every argument of the hook is
-    kept.
-
-    Args:
-        cfg (Config): Loaded config, changed in place.
-
-    Returns:
-        Config: ``cfg`` itself.
-    """
-    # A scoped name also resolves when default_scope is not mmdet3d.
-    hook_type = ('AtomicCheckpointHook' if cfg.get('default_scope') ==
-                 'mmdet3d' else 'mmdet3d.AtomicCheckpointHook')
-    default_hooks = cfg.get('default_hooks')
-    if default_hooks is None:
-        cfg.default_hooks = dict(checkpoint=dict(type=hook_type, interval=1))
-        return cfg
-    hook = default_hooks.get('checkpoint', dict(type='CheckpointHook'))
-    if isinstance(hook, dict) and hook.get('type') in (
-            'CheckpointHook', 'mmengine.CheckpointHook'):
-        hook = dict(hook, type=hook_type)
-        hook.setdefault('interval', 1)
-        default_hooks['checkpoint'] = hook
-    return cfg

@@ -5,7 +5,7 @@ from typing import Dict, Optional
 from mmengine.config import Config, DictAction
 from mmengine.logging import print_log
 
-from .legacy_config import format_migration_table, translate_legacy
+from .legacy.translator import format_migration_table, translate_legacy
 from .presets import apply_presets, preset_names_of, validate_optim_wrapper
 
 #: Runner that :func:`load_config` selects when a config names none; it

@@ -11,7 +11,7 @@ mmdet3d's registries with the config's default scope, as the Runner does.
 import difflib
 from typing import Any, Dict, Iterator, List, Optional, Tuple
 
-from .doctor_context import CheckResult, DoctorContext, failed, passed
+from ..context import CheckResult, DoctorContext, failed, passed
 
 #: Keys under ``model`` whose ``type`` lives in TASK_UTILS.
 TASK_UTIL_KEYS = frozenset({

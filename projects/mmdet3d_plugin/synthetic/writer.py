@@ -41,11 +41,12 @@ from typing import Dict, Iterator, List, Optional, Union
 import cv2
 import numpy as np
 
-from .synthetic_scene import (CLASS_SPECS, LIDAR_TRANSLATION, LIDAR_YAW, Scene,
-                              SyntheticNuScenesConfig, camera_calibrations,
-                              matrix_quaternion, points_in_boxes,
-                              render_camera_image, render_lidar_frame,
-                              simulate_scene, yaw_quaternion)
+from .converter import create_nuscenes_infos, info_paths
+from .render import (camera_calibrations, render_camera_image,
+                     render_lidar_frame)
+from .scene import (CLASS_SPECS, LIDAR_TRANSLATION, LIDAR_YAW, Scene,
+                    SyntheticNuScenesConfig, matrix_quaternion,
+                    points_in_boxes, simulate_scene, yaw_quaternion)
 
 SUPPORTED_VERSIONS = ('v1.0-mini', )
 TABLES = ('attribute', 'calibrated_sensor', 'category', 'ego_pose', 'instance',
@@ -511,7 +512,6 @@ def prepare_synthetic_nuscenes(
         >>> data_root = prepare_synthetic_nuscenes('data/nus_synthetic')
         >>> # then, in a config: data_root=f'{data_root}/'
     """
-    from .nuscenes_converter import create_nuscenes_infos, info_paths
     root = Path(root)
     cfg = config if config is not None else SyntheticNuScenesConfig()
     with _locked(root.parent / f'.{root.name}.lock'):

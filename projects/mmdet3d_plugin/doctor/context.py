@@ -11,7 +11,7 @@ import traceback
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Sequence, Union
 
-from ..compat import known_error
+from ..compat.known_errors import known_error
 
 PASS = 'pass'
 WARN = 'warn'
@@ -83,8 +83,8 @@ def describe_exception(exc: BaseException) -> str:
     A DataLoader worker killed by a signal, mmengine's registry ``KeyError``
     and known upstream bugs are explained as the plugin's tools explain them.
     """
-    from .tool_errors import (error_line, user_error_message,
-                              worker_death_message)
+    from ..apis.errors import (error_line, user_error_message,
+                               worker_death_message)
     where = ''
     frames = traceback.extract_tb(exc.__traceback__)
     if frames:

@@ -8,8 +8,7 @@ import sys
 from importlib import metadata
 from typing import Dict, List, Optional
 
-from .doctor_context import (CheckResult, DoctorContext, failed, passed,
-                             warned)
+from ..context import CheckResult, DoctorContext, failed, passed, warned
 
 REPO_ROOT = osp.abspath(osp.join(osp.dirname(__file__), '..', '..', '..'))
 REQUIREMENTS = osp.join(REPO_ROOT, 'requirements', 'mminstall.txt')

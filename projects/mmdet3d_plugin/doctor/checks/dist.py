@@ -3,8 +3,7 @@ this machine works, and the world size asked for fits it."""
 import os
 import os.path as osp
 
-from .doctor_context import (CheckResult, DoctorContext, failed, passed,
-                             warned)
+from ..context import CheckResult, DoctorContext, failed, passed, warned
 
 
 def backend_of(cfg) -> str:

@@ -15,11 +15,11 @@ from mmengine.model import is_model_wrapper
 from torch.nn.parallel import DistributedDataParallel
 
 from mmdet3d.registry import HOOKS
-from ..engine.atomic_checkpoint import atomic_write
-from ..utils.unused_params import (COST_NOTE, REPORT_FILE, UnusedParamSummary,
-                                   build_report, describe, format_table,
-                                   is_ddp_unused_error, parse_unused_indices,
-                                   wrapper_config_line)
+from ...fileio.atomic import atomic_write
+from ..unused_params import (COST_NOTE, REPORT_FILE, UnusedParamSummary,
+                             build_report, describe, format_table,
+                             is_ddp_unused_error, parse_unused_indices,
+                             wrapper_config_line)
 
 _MAX_CRASH_NAMES = 30
 

@@ -18,8 +18,8 @@ import sys
 import traceback
 from typing import Any, Callable, Optional
 
-from ..compat import known_error
-from .amp import AmpUnsupportedError
+from ..compat.known_errors import known_error
+from ..engine.amp import AmpUnsupportedError
 
 #: Environment variable that turns the one-line errors off.
 DEBUG_ENV = 'MMDET3D_PLUGIN_DEBUG'

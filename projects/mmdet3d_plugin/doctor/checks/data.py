@@ -4,9 +4,8 @@ import copy
 import time
 from typing import Any
 
-from .doctor_context import (CheckResult, DoctorContext,
-                             describe_exception, failed, known_fix, one_line,
-                             passed, warned)
+from ..context import (CheckResult, DoctorContext, describe_exception, failed,
+                       known_fix, one_line, passed, warned)
 
 #: Pickled bytes per worker above which the doctor warns.
 LARGE_PICKLE = 256 * 2**20
@@ -66,7 +65,7 @@ def check_pickle(ctx: DoctorContext, split: str) -> CheckResult:
     """The dataset pickles as a spawn / forkserver worker receives it."""
     from multiprocessing.reduction import ForkingPickler
 
-    from ..utils.pickle_audit import find_offenders, fix_hint
+    from ...datasets.pickle_audit import find_offenders, fix_hint
     check = f'data.pickle.{split}'
     dataset = ctx.artifacts[f'dataset.{split}']
     if dataset is None:

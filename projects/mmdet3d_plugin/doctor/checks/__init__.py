@@ -1,0 +1,1 @@
+"""The doctor's checks, one module per area."""
