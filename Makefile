@@ -17,6 +17,7 @@ demo: $(STAMP)
 	$(PY) tools/quickstart.py --work-dir work_dirs/quickstart
 
 test: $(STAMP)
+	$(VENV)/bin/lint-imports --config .importlinter
 	$(PY) -m pytest tests
 
 clean-venv:

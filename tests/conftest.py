@@ -12,9 +12,10 @@ from pathlib import Path
 import pytest
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
+SYNTHETIC_DIR = REPO_ROOT / 'projects' / 'mmdet3d_plugin' / 'synthetic'
 SYNTHETIC_SOURCES = tuple(
-    p.relative_to(REPO_ROOT).as_posix() for p in sorted(
-        (REPO_ROOT / 'projects' / 'mmdet3d_plugin' / 'synthetic').glob('*.py')))
+    p.relative_to(REPO_ROOT).as_posix()
+    for p in sorted(SYNTHETIC_DIR.glob('*.py')))
 
 
 def synthetic_cache_dir(seed: int = 0) -> Path:

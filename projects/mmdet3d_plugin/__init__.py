@@ -10,8 +10,6 @@ Importing registers the plugin's classes into mmdet3d's registries and applies
 the stack fixes listed in :mod:`projects.mmdet3d_plugin.compat` (its
 ``inventory``); it does nothing else.
 """
-from . import compat  # noqa: F401  the stack fixes (compat/inventory.py)
-from . import datasets  # noqa: F401  registers SafeNuScenesDataset
-from . import engine  # noqa: F401  registers the runner, hooks, optim wrapper
-from . import evaluation  # noqa: F401  registers SafeNuScenesMetric
+from . import (  # noqa: F401  registers SafeNuScenesMetric
+    compat, datasets, engine, evaluation)
 from .config import load_config  # noqa: F401

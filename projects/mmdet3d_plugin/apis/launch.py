@@ -20,8 +20,9 @@ from mmdet3d.registry import RUNNERS  # finds mmengine's runners too
 
 from ..compat.cpu_dist import init_cpu_dist
 from ..config.data_root import redirect_data_root
-from ..config.loading import add_cfg_options
+from ..config.loading import add_cfg_options, load_config
 from ..config.presets import add_train_flags, apply_train_flags
+from ..datasets.forkserver import setup_forkserver_preload
 from ..engine.amp import check_amp_supported
 from ..engine.hooks.atomic_checkpoint_hook import use_atomic_checkpoints
 from .errors import run_tool  # noqa: F401  used by tools/*.py
@@ -118,7 +119,6 @@ def load(config: str, cfg_options: Optional[dict], launcher: str,
          work_dir: Optional[str], data_root: Optional[str] = None) -> Config:
     """Load a config for our tools: plugin, presets, 0.x keys, overrides,
     and the data root when one is given."""
-    from ..config.loading import load_config
     cfg = load_config(config, cfg_options=cfg_options)
     if data_root is not None:
         redirect_data_root(cfg, data_root)
@@ -167,7 +167,6 @@ def build_runner(cfg: Config) -> Runner:
     """
     mp_cfg = cfg.get('env_cfg', {}).get('mp_cfg', {})
     if mp_cfg.get('mp_start_method') == 'forkserver':
-        from ..datasets.forkserver import setup_forkserver_preload
         setup_forkserver_preload(start=True)
     if 'runner_type' in cfg:
         return RUNNERS.build(cfg)

@@ -22,7 +22,11 @@ import time
 from pathlib import Path
 from typing import Dict, Optional
 
+from ..config.data_root import redirect_data_root
+from ..config.loading import load_config
 from ..engine.ports import free_port
+from ..synthetic.writer import prepare_synthetic_nuscenes
+from .launch import build_runner
 
 REPO = Path(__file__).resolve().parents[3]
 CONFIG = REPO / 'configs' / 'centerpoint' / 'centerpoint_pillar_synthetic.py'
@@ -49,7 +53,6 @@ def derived_config(path: Path, base: Path, data_root: Path,
     """
     from mmengine.config import Config
 
-    from ..config.data_root import redirect_data_root
     cfg = redirect_data_root(Config.fromfile(str(base)),
                              str(Path(data_root).resolve()))
     cfg.merge_from_dict(overrides)
@@ -104,8 +107,6 @@ def evaluate(config: Path, work_dir: Path,
              checkpoint: Optional[str]) -> Dict[str, float]:
     """Evaluate on mini_val in this process; random weights without a
     checkpoint."""
-    from ..config.loading import load_config
-    from .launch import build_runner
     cfg = load_config(str(config))
     cfg.work_dir = str(work_dir)
     cfg.launcher = 'none'
@@ -187,7 +188,6 @@ def run_quickstart(work_dir: str,
         compare_untrained (bool): Also evaluate the untrained model.
             Defaults to True.
     """
-    from ..synthetic.writer import prepare_synthetic_nuscenes
     start = time.time()
     work = Path(work_dir).resolve()
     work.mkdir(parents=True, exist_ok=True)

@@ -14,11 +14,11 @@ files of another package on disk or changes numpy or torch globally.
    (mmdet3d #2821); switchable.
 """
 from . import dbsampler
-from .known_errors import KNOWN_ERRORS, KnownError, known_error
 from .checkpoints import allow_mmengine_checkpoints
 from .cpu_dist import CPUDistributedDataParallel, init_cpu_dist
 from .inventory import (OFF_VARIABLE, OVERRIDES, Override,
                         outside_reviewed_range, switched_off)
+from .known_errors import KNOWN_ERRORS, KnownError, known_error
 from .spconv_cpu import let_spconv_train_on_cpu
 
 __all__ = [

@@ -3,10 +3,10 @@ from mmdet3d.datasets import NuScenesDataset
 from mmdet3d.registry import DATASETS
 
 from .forkserver import setup_forkserver_preload
-from .picklable import PicklableDetectionConfig, PicklableStateMixin
-from .shared_infos import SharedArrays, shared_memory_supported
 from .info_checks import (check_classes, check_data_files, data_prefix_errors,
                           info_file_errors, sample_file_errors)
+from .picklable import PicklableDetectionConfig, PicklableStateMixin
+from .shared_infos import SharedArrays, shared_memory_supported
 
 
 @DATASETS.register_module()

@@ -11,6 +11,7 @@ import traceback
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Sequence, Union
 
+from ..apis.errors import error_line, user_error_message, worker_death_message
 from ..compat.known_errors import known_error
 
 PASS = 'pass'
@@ -83,8 +84,6 @@ def describe_exception(exc: BaseException) -> str:
     A DataLoader worker killed by a signal, mmengine's registry ``KeyError``
     and known upstream bugs are explained as the plugin's tools explain them.
     """
-    from ..apis.errors import (error_line, user_error_message,
-                               worker_death_message)
     where = ''
     frames = traceback.extract_tb(exc.__traceback__)
     if frames:

@@ -44,8 +44,13 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, Dict, List, Optional, Sequence
 
-from .context import (FAIL, PASS, WARN, CheckResult, DoctorContext,
-                      DoctorOptions)
+from ..apis.launch import train_parser
+from ..config.loading import add_cfg_options
+from ..config.presets import add_train_flags
+from .checks import config as cfg_
+from .checks import data, dist, env, model, optim, types
+from .context import (CheckResult, DoctorContext, DoctorOptions, FAIL, PASS,
+                      WARN)
 
 #: Order of the areas in the checklist.
 AREAS = ('env', 'config', 'data', 'model', 'optim', 'dist')
@@ -137,13 +142,6 @@ def _checks() -> List:
     ``needs`` and ``provides`` name what checks hand on (see
     :meth:`DoctorContext.run`): a check whose needs are missing is skipped.
     """
-    from .checks import config as cfg_
-    from .checks import data as data
-    from .checks import dist as dist
-    from .checks import env as env
-    from .checks import model as model
-    from .checks import optim as optim
-    from .checks import types as types
     cfg = ('cfg', )
     return [
         ('env.python', env.check_python, (), ()),
@@ -304,8 +302,6 @@ def run_doctor(config: str,
 
 def doctor_parser() -> argparse.ArgumentParser:
     """Flags of ``tools/doctor.py``."""
-    from ..config.loading import add_cfg_options
-    from ..config.presets import add_train_flags
     parser = argparse.ArgumentParser(
         description='Check a training config on this machine, in one '
         'process, before a (multi-GPU) launch. Exits 1 if a check fails.')
@@ -355,7 +351,6 @@ def merge_train_args(args: argparse.Namespace) -> argparse.Namespace:
     """
     if not args.train_args:
         return args
-    from ..apis.launch import train_parser
     parser = train_parser()
     parser.prog = 'tools/doctor.py --train-args (tools/train.py flags)'
     train = parser.parse_args([args.config, *args.train_args])

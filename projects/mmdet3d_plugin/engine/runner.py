@@ -6,8 +6,8 @@ from mmengine.runner import Runner
 from mmdet3d.registry import RUNNERS
 
 from ..config.presets import validate_optim_wrapper
-from .hooks.accumulation_resume_hook import AccumulationResumeHook
 from .amp import check_amp_supported, warn_accumulation_with_batchnorm
+from .hooks.accumulation_resume_hook import AccumulationResumeHook
 from .lr_scaling import lr_scale_factor
 
 

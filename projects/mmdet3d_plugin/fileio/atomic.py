@@ -16,9 +16,10 @@ file under the real name, and ``--resume`` then fails to load it. Here:
 * :func:`remove_stale_temporaries` deletes the temporary files that a
   SIGKILL during a write leaves behind.
 
-:class:`~projects.mmdet3d_plugin.engine.hooks.AtomicCheckpointHook` uses them for
-checkpoints, and :func:`use_atomic_checkpoints` makes it the checkpoint hook
-of a config (the plugin's tools call it).
+:class:`~projects.mmdet3d_plugin.engine.hooks.AtomicCheckpointHook` uses
+them for checkpoints, and
+:func:`~projects.mmdet3d_plugin.engine.hooks.use_atomic_checkpoints` makes it
+the checkpoint hook of a config (the plugin's tools call it).
 """
 import contextlib
 import os

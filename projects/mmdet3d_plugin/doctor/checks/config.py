@@ -4,10 +4,15 @@ import os.path as osp
 import sys
 from typing import Dict, List, Optional, Tuple
 
+from ...apis.launch import load
+from ...config.data_root import redirect_data_root, unwrap_datasets
+from ...config.presets import apply_train_flags
 from ...datasets.info_checks import describe_info_format
-from ...config.data_root import unwrap_datasets
+from ...engine.hooks.atomic_checkpoint_hook import use_atomic_checkpoints
+from ...synthetic.converter import mmdet3d_converter_dir
 from ..context import (CheckResult, DoctorContext, failed, one_line, passed,
                        warned)
+from .types import config_types, lookup, mmdet3d_registries
 
 PLUGIN = 'projects.mmdet3d_plugin'
 SPLITS = ('train', 'val', 'test')
@@ -21,9 +26,6 @@ def check_load(ctx: DoctorContext) -> CheckResult:
     Unlike tools/train.py it does not stop on a precision this machine
     cannot run: ``optim.amp`` reports that, and the rest still runs.
     """
-    from ...config.presets import apply_train_flags
-    from ...engine.hooks.atomic_checkpoint_hook import use_atomic_checkpoints
-    from ...apis.launch import load
     opts = ctx.options
     cfg = load(opts.config, opts.cfg_options, 'none', ctx.tmp_dir)
     use_atomic_checkpoints(cfg)
@@ -36,7 +38,6 @@ def check_load(ctx: DoctorContext) -> CheckResult:
                 'total batch size the LR was tuned for')
         cfg.auto_scale_lr.enable = True
     if opts.data_root:
-        from ...config.data_root import redirect_data_root
         redirect_data_root(cfg, opts.data_root)
     ctx.provide('cfg', cfg)
     notes = [f'runner {cfg.get("runner_type", "Runner")}']
@@ -54,7 +55,6 @@ def check_load(ctx: DoctorContext) -> CheckResult:
 
 def check_plugin(ctx: DoctorContext) -> CheckResult:
     """The plugin is imported, and the config says so itself."""
-    from .types import config_types, lookup, mmdet3d_registries
     if PLUGIN not in sys.modules:
         return failed(
             'config.plugin', f'{PLUGIN} is not imported',
@@ -223,7 +223,6 @@ def check_info_files(ctx: DoctorContext) -> CheckResult:
     if found.get('0.x') or found.get('unknown'):
         bad = (found.get('0.x') or found.get('unknown'))[0]
         if found.get('0.x'):
-            from ...synthetic.converter import mmdet3d_converter_dir
             script = mmdet3d_converter_dir() / 'update_infos_to_v2.py'
             dataset = 'nuscenes' if 'nuscenes' in osp.basename(bad) \
                 else '<dataset>'

@@ -4,6 +4,7 @@ import copy
 import time
 from typing import Any
 
+from ...datasets.pickle_audit import find_offenders, fix_hint
 from ..context import (CheckResult, DoctorContext, describe_exception, failed,
                        known_fix, one_line, passed, warned)
 
@@ -65,7 +66,6 @@ def check_pickle(ctx: DoctorContext, split: str) -> CheckResult:
     """The dataset pickles as a spawn / forkserver worker receives it."""
     from multiprocessing.reduction import ForkingPickler
 
-    from ...datasets.pickle_audit import find_offenders, fix_hint
     check = f'data.pickle.{split}'
     dataset = ctx.artifacts[f'dataset.{split}']
     if dataset is None:

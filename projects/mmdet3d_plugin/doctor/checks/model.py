@@ -13,8 +13,12 @@ import itertools
 import time
 from typing import Any, Dict, List, Set
 
+from ...apis.launch import build_runner, isolate_runner
+from ...engine.unused_params import (UnusedParamSummary,
+                                     configured_find_unused,
+                                     wrapper_config_line)
 from ..context import CheckResult, DoctorContext, failed, passed, warned
-from ...apis.launch import isolate_runner
+from .data import prebuilt
 
 
 def runner_config(ctx: DoctorContext):
@@ -38,7 +42,6 @@ def check_build(ctx: DoctorContext) -> CheckResult:
     """Build the Runner (and with it the model) as tools/train.py does."""
     from torch.nn.modules.batchnorm import _BatchNorm
 
-    from ...apis.launch import build_runner
     runner = build_runner(runner_config(ctx))
     ctx.provide('runner', runner)
     ctx.loggers.append(runner.logger)
@@ -71,7 +74,6 @@ def _batches(ctx: DoctorContext):
     from mmengine.registry import init_default_scope
     from mmengine.runner import Runner
 
-    from .data import prebuilt
     first = ctx.artifacts.pop('first_batch', None)
     iterator = ctx.artifacts.get('train_iterator')
     if iterator is not None:
@@ -207,9 +209,6 @@ def _names(names: List[str], limit: int = 3, depth: int = 3) -> str:
 def check_unused(ctx: DoctorContext) -> CheckResult:
     """Dead and batch-dependent parameters, and the ``find_unused_parameters``
     setting that DDP needs."""
-    from ...engine.unused_params import (UnusedParamSummary,
-                                         configured_find_unused,
-                                         wrapper_config_line)
     stats = ctx.artifacts['train_stats']
     summary = UnusedParamSummary(stats['names'], stats['shapes'], 1)
     everything = set(range(len(stats['names'])))

@@ -3,6 +3,10 @@ accumulation through BatchNorm, the effective batch and LR, finite losses."""
 import math
 from typing import Dict, List, Optional, Tuple
 
+from ...engine.amp import (accumulative_counts_of, check_amp_supported,
+                           warn_accumulation_with_batchnorm)
+from ...engine.lr_scaling import effective_batch_size, effective_lr
+from ...engine.runner import PluginRunner
 from ..context import (CheckResult, DoctorContext, failed, one_line, passed,
                        warned)
 
@@ -59,7 +63,6 @@ def check_amp(ctx: DoctorContext) -> CheckResult:
     """The configured precision runs on this machine."""
     import torch
 
-    from ...engine.amp import check_amp_supported
     optim_wrapper = _single_wrapper(ctx.cfg)
     possible = machine_precisions()
     device = 'CUDA' if torch.cuda.is_available() else 'CPU'
@@ -96,8 +99,6 @@ def check_accumulation_bn(ctx: DoctorContext) -> CheckResult:
     from mmengine.logging import MMLogger
     from torch.nn.modules.batchnorm import _BatchNorm
 
-    from ...engine.amp import (accumulative_counts_of,
-                               warn_accumulation_with_batchnorm)
     model = ctx.artifacts['runner'].model
     counts = accumulative_counts_of(ctx.cfg) or 1
     norms = [n for n, m in model.named_modules() if isinstance(m, _BatchNorm)]
@@ -131,7 +132,6 @@ def _counts_accumulation(cfg) -> bool:
     """Whether the config's Runner counts accumulation in auto_scale_lr."""
     from mmdet3d.registry import RUNNERS
 
-    from ...engine.runner import PluginRunner
     kind = cfg.get('runner_type')
     if not kind:
         return False
@@ -147,8 +147,6 @@ def lr_plan(cfg, world_size: int) -> Tuple[Dict, List[str]]:
         ``accumulative_counts``, ``effective_batch``, ``base_batch_size``,
         ``scaled_lr``, ``enabled``, ``run_lr``), and problems found.
     """
-    from ...engine.amp import accumulative_counts_of
-    from ...engine.lr_scaling import effective_batch_size, effective_lr
     problems = []
     wrapper = _single_wrapper(cfg) or {}
     base_lr = (wrapper.get('optimizer') or {}).get('lr')

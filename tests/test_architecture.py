@@ -1,0 +1,74 @@
+"""The package's layout: layers without cycles (import-linter's contract in
+``.importlinter``), small files, no test-only helper shipped."""
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+PACKAGE = REPO / 'projects' / 'mmdet3d_plugin'
+LINT_IMPORTS = Path(sys.executable).with_name('lint-imports')
+MAX_LINES = 600
+
+
+def lint_imports(cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [str(LINT_IMPORTS), '--config', '.importlinter', '--no-cache'],
+        cwd=cwd, capture_output=True, text=True, timeout=120)
+
+
+def test_layers_contract_is_kept():
+    proc = lint_imports(REPO)
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
+    assert 'Contracts: 1 kept, 0 broken.' in proc.stdout
+
+
+@pytest.mark.parametrize('where, planted, message', [
+    ('config/data_root.py', 'from ..engine.runner import PluginRunner',
+     'projects.mmdet3d_plugin.config is not allowed to import\n'
+     'projects.mmdet3d_plugin.engine'),
+    ('compat/inventory.py', 'from ..datasets import SafeNuScenesDataset',
+     'projects.mmdet3d_plugin.compat is not allowed to import\n'
+     'projects.mmdet3d_plugin.datasets'),
+    ('synthetic/writer.py', 'from ..datasets import info_checks',
+     'projects.mmdet3d_plugin.synthetic is not allowed to import\n'
+     'projects.mmdet3d_plugin.datasets'),
+], ids=['config->engine', 'compat->datasets', 'synthetic->datasets'])
+def test_planted_upward_import_breaks_the_contract(tmp_path, where, planted,
+                                                   message):
+    """An import inside a function, upward or between independent parts,
+    fails the contract (a copy of the package is linted)."""
+    shutil.copytree(REPO / 'projects', tmp_path / 'projects',
+                    ignore=shutil.ignore_patterns('__pycache__'))
+    shutil.copy(REPO / '.importlinter', tmp_path)
+    target = tmp_path / 'projects' / 'mmdet3d_plugin' / where
+    target.write_text(target.read_text() +
+                      f'\n\ndef _planted():\n    {planted}\n')
+    proc = lint_imports(tmp_path)
+    assert proc.returncode == 1, proc.stdout[-4000:]
+    assert 'Contracts: 0 kept, 1 broken.' in proc.stdout
+    assert ' '.join(message.split()) in ' '.join(proc.stdout.split()), \
+        proc.stdout
+
+
+def test_no_file_over_600_lines():
+    long = {
+        str(p.relative_to(REPO)): n
+        for p in PACKAGE.rglob('*.py')
+        if (n := len(p.read_text().splitlines())) > MAX_LINES
+    }
+    assert not long, f'split these by the sections they have: {long}'
+
+
+def test_every_part_is_a_layer_of_the_contract():
+    """A new top-level folder must be placed in .importlinter's layers
+    (exhaustive = true makes lint-imports refuse it otherwise)."""
+    contract = (REPO / '.importlinter').read_text()
+    assert 'exhaustive = true' in contract
+    parts = {p.name for p in PACKAGE.iterdir()
+             if p.is_dir() and (p / '__init__.py').is_file()}
+    listed = {name.strip() for line in contract.split('layers =')[1]
+              .splitlines() for name in line.split('|') if name.strip()}
+    assert parts == listed
