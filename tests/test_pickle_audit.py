@@ -268,8 +268,7 @@ def test_check_pickle_tool_names_offender_and_fails(
 
 
 def test_check_pickle_tool_rejects_missing_split(tmp_path, info_file):
-    from projects.mmdet3d_plugin.datasets.pickle_audit import (
-        build_split_dataset)
+    from projects.mmdet3d_plugin.datasets.builder import build_split_dataset
     from mmengine.config import Config
     cfg = Config(dict(train_dataloader=dict(dataset=dict())))
     with pytest.raises(ValueError, match='no val_dataloader.dataset'):

@@ -18,14 +18,12 @@ import sys
 import traceback
 from typing import Any, Callable, Optional
 
+from ..constants import CUSTOM_IMPORTS
 from ..compat.known_errors import known_error
 from ..engine.amp import AmpUnsupportedError
 
 #: Environment variable that turns the one-line errors off.
 DEBUG_ENV = 'MMDET3D_PLUGIN_DEBUG'
-#: What to put in a config so that a plugin's types are registered.
-CUSTOM_IMPORTS = ("custom_imports = dict(imports=['projects.mmdet3d_plugin'], "
-                  'allow_failed_imports=False)')
 
 USER_ERROR_TYPES = (FileNotFoundError, ValueError, TypeError, ImportError,
                     AmpUnsupportedError)

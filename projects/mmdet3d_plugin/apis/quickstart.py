@@ -22,17 +22,16 @@ import time
 from pathlib import Path
 from typing import Dict, Optional
 
+from ..constants import NUSCENES_CLASSES, REPO_ROOT
 from ..config.data_root import redirect_data_root
 from ..config.loading import load_config
 from ..engine.ports import free_port
 from ..synthetic.writer import prepare_synthetic_nuscenes
 from .launch import build_runner
 
-REPO = Path(__file__).resolve().parents[3]
-CONFIG = REPO / 'configs' / 'centerpoint' / 'centerpoint_pillar_synthetic.py'
+CONFIG = (REPO_ROOT / 'configs' / 'centerpoint' /
+          'centerpoint_pillar_synthetic.py')
 METRIC_PREFIX = 'NuScenes metric/pred_instances_3d_NuScenes/'
-CLASSES = ('car', 'truck', 'construction_vehicle', 'bus', 'trailer',
-           'barrier', 'motorcycle', 'bicycle', 'pedestrian', 'traffic_cone')
 
 
 def _say(msg: str) -> None:
@@ -93,10 +92,10 @@ def write_job_config(work_dir: Path, data_root: Path, iters: Optional[int],
 def train_distributed(config: Path, work_dir: Path, gpus: int) -> None:
     """Run ``tools/dist_train.sh`` and stream its log."""
     env = dict(os.environ, PYTHON=sys.executable, PORT=str(free_port()))
-    cmd = ['bash', str(REPO / 'tools' / 'dist_train.sh'), str(config),
+    cmd = ['bash', str(REPO_ROOT / 'tools' / 'dist_train.sh'), str(config),
            str(gpus), '--work-dir', str(work_dir)]
     _say('$ ' + ' '.join(cmd))
-    proc = subprocess.run(cmd, cwd=REPO, env=env)
+    proc = subprocess.run(cmd, cwd=REPO_ROOT, env=env)
     if proc.returncode != 0:
         raise RuntimeError(
             f'quickstart: training failed (exit {proc.returncode}); the log '
@@ -162,7 +161,7 @@ def per_class_table(trained: dict, untrained: Optional[dict]) -> str:
     head = f'{"class":<22}{"AP trained":>12}'
     head += f'{"AP untrained":>14}' if untrained else ''
     rows = [head, '-' * len(head)]
-    for name in CLASSES:
+    for name in NUSCENES_CLASSES:
         row = f'{name:<22}{ap(trained, name):>12.4f}'
         if untrained:
             row += f'{ap(untrained, name):>14.4f}'
@@ -193,7 +192,7 @@ def run_quickstart(work_dir: str,
     work.mkdir(parents=True, exist_ok=True)
 
     _say(f'1/4 dataset: {data_root}')
-    root = prepare_synthetic_nuscenes(REPO / data_root if not osp.isabs(
+    root = prepare_synthetic_nuscenes(REPO_ROOT / data_root if not osp.isabs(
         data_root) else data_root)
 
     _say(f'2/4 training with {gpus} processes (torchrun, gloo), spawn '

@@ -8,6 +8,7 @@ worker's traceback text.
 import re
 from typing import NamedTuple, Optional
 
+from ..constants import CUSTOM_IMPORTS
 from .inventory import OFF_VARIABLE
 
 
@@ -24,8 +25,7 @@ KNOWN_ERRORS = (
         "mmdet3d 1.4.0's DataBaseSampler (ObjectSample's GT-database "
         'sampling) uses np.long, removed in numpy 1.24 (mmdet3d #2821; fixed '
         'by PR #2872, in no release yet)',
-        "import the plugin (custom_imports = dict(imports=["
-        "'projects.mmdet3d_plugin'])), which registers a fixed "
+        f'import the plugin ({CUSTOM_IMPORTS}), which registers a fixed '
         f'DataBaseSampler, and leave dbsampler_np_long out of {OFF_VARIABLE}'),
     KnownError(
         re.compile(r'Weights only load failed'),

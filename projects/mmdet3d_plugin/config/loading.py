@@ -5,6 +5,7 @@ from typing import Dict, Optional
 from mmengine.config import Config, DictAction
 from mmengine.logging import print_log
 
+from ..constants import PLUGIN_MODULE
 from .legacy.translator import format_migration_table, translate_legacy
 from .presets import apply_presets, preset_names_of, validate_optim_wrapper
 
@@ -109,9 +110,6 @@ def load_config(path: str, cfg_options: Optional[Dict] = None) -> Config:
         cfg.runner_type = DEFAULT_RUNNER_TYPE
     validate_optim_wrapper(cfg, f'{path}: optim_wrapper')
     return cfg
-
-
-PLUGIN_MODULE = 'projects.mmdet3d_plugin'
 
 
 def migrate_config(path: str,

@@ -25,12 +25,12 @@ from typing import Dict, List, Optional, Sequence, Union
 from mmengine.config import Config, ConfigDict
 from mmengine.logging import print_log
 
+from ..constants import REPO_ROOT
+from .optim_wrapper import accumulative_counts_of, is_multi_wrapper
+
 #: Folder of the preset files: ``configs/_base_/presets`` of the checkout
 #: the package is installed from (``pip install -e .``).
-PRESET_DIR = osp.abspath(
-    osp.join(
-        osp.dirname(__file__), '..', '..', '..', 'configs', '_base_',
-        'presets'))
+PRESET_DIR = str(REPO_ROOT / 'configs' / '_base_' / 'presets')
 
 #: Presets that choose the gradient accumulation; at most one may be used.
 ACCUMULATION_PRESETS = ('grad_accum_x2', 'grad_accum_x4', 'grad_accum_x8')
@@ -103,15 +103,6 @@ def load_preset(name: str) -> Dict:
                 f'{known}. Fix the name in `presets = [...]` or in --amp / '
                 '--accum.')
     return Config.fromfile(path).to_dict()
-
-
-def is_multi_wrapper(optim_wrapper: Dict) -> bool:
-    """Whether an ``optim_wrapper`` config holds several wrappers (one per
-    optimizer, built into an ``OptimWrapperDict``)."""
-    return ('optimizer' not in optim_wrapper and 'type' not in optim_wrapper
-            and any(
-                isinstance(v, dict) and 'optimizer' in v
-                for v in optim_wrapper.values()))
 
 
 def _optim_wrapper_of(cfg: Union[Config, Dict], where: str) -> Dict:
@@ -256,10 +247,6 @@ def _describe(cfg: Config) -> str:
     return 'optim_wrapper: ' + ', '.join(parts)
 
 
-def _accumulative_counts(cfg: Config) -> int:
-    return (cfg.get('optim_wrapper') or {}).get('accumulative_counts', 1)
-
-
 def _check_exclusive(names: Sequence[str]) -> None:
     for group, label in ((ACCUMULATION_PRESETS, 'accumulation'),
                          (PRECISION_PRESETS, 'precision')):
@@ -321,14 +308,14 @@ def apply_presets(cfg: Config, names: Optional[Sequence[str]]) -> Config:
         names = [names]
     names = list(names)
     _check_exclusive(names)
-    counts_before = _accumulative_counts(cfg)
+    counts_before = accumulative_counts_of(cfg)
     for name in names:
         preset = load_preset(name)
         _merge_preset(cfg, preset, name)
         validate_optim_wrapper(cfg, f'preset {name!r}')
         print_log(f'applied preset {name!r}: {_describe(cfg)}',
                   logger='current')
-    if _accumulative_counts(cfg) != counts_before:
+    if accumulative_counts_of(cfg) != counts_before:
         _notes_after_accumulation(cfg, 'presets')
     return cfg
 

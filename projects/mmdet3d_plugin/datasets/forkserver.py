@@ -11,9 +11,11 @@ import multiprocessing
 from multiprocessing import forkserver
 from typing import List, Optional, Sequence
 
+from ..constants import PLUGIN_MODULE
+
 #: Modules a worker needs to unpickle and run an mmdet3d dataset.
 DEFAULT_PRELOAD = ('numpy', 'torch', 'mmengine', 'mmcv', 'mmdet3d.structures',
-                   'mmdet3d.datasets', 'projects.mmdet3d_plugin')
+                   'mmdet3d.datasets', PLUGIN_MODULE)
 
 
 def setup_forkserver_preload(modules: Optional[Sequence[str]] = None,

@@ -1,7 +1,8 @@
 """Runner-side pieces: hooks, the bfloat16 optim wrapper, accumulation-aware
 LR scaling, AMP checks."""
-from .amp import (AmpUnsupportedError, accumulative_counts_of,
-                  check_amp_supported, warn_accumulation_with_batchnorm)
+from ..config.optim_wrapper import accumulative_counts_of
+from .amp import (AmpUnsupportedError, check_amp_supported,
+                  warn_accumulation_with_batchnorm)
 from .hooks import (AccumulationResumeHook, AtomicCheckpointHook,
                     DDPUnusedParamHook, use_atomic_checkpoints)
 from .lr_scaling import effective_batch_size, effective_lr, lr_scale_factor

@@ -5,7 +5,7 @@ present; :func:`check_amp_supported` says the same before anything is built,
 naming the preset and the alternatives.
 """
 import logging
-from typing import Dict, Optional, Union
+from typing import Dict, Union
 
 import torch
 from mmengine.config import Config
@@ -15,41 +15,16 @@ from mmengine.logging import print_log
 from torch import nn
 from torch.nn.modules.batchnorm import _BatchNorm
 
-from ..config.presets import is_multi_wrapper
+from ..config.optim_wrapper import (BF16_TYPES, DEVICE_AMP_TYPES,
+                                    accumulative_counts_of, precision_name,
+                                    wrappers_of)
 
 #: Wrapper types that need a GPU-like device (mmengine asserts on CPU).
-_DEVICE_AMP_TYPES = ('AmpOptimWrapper', 'mmengine.AmpOptimWrapper')
-_BF16_TYPES = ('BF16AmpOptimWrapper', 'mmdet3d.BF16AmpOptimWrapper')
 
 
 def _accelerator_available() -> bool:
     return (is_cuda_available() or is_npu_available() or is_mlu_available()
             or is_musa_available())
-
-
-def _precision_name(optim_wrapper: Dict) -> str:
-    """Name the preset / flag a wrapper config corresponds to."""
-    wrapper_type = optim_wrapper.get('type', 'OptimWrapper')
-    dtype = optim_wrapper.get('dtype')
-    if wrapper_type in _BF16_TYPES:
-        return "preset 'bf16' (--amp bf16)"
-    if wrapper_type in _DEVICE_AMP_TYPES:
-        if dtype in ('bfloat16', torch.bfloat16):
-            return "AmpOptimWrapper with dtype='bfloat16'"
-        loss_scale = optim_wrapper.get('loss_scale', 'dynamic')
-        if loss_scale == 'dynamic':
-            return "preset 'fp16_dynamic' (--amp / --amp fp16)"
-        if loss_scale == 512.:
-            return ("preset 'fp16' (--amp fp16-static, or 0.x "
-                    'fp16=dict(loss_scale=512.))')
-        return f'AmpOptimWrapper (loss_scale={loss_scale!r})'
-    return f'optim_wrapper.type={wrapper_type!r}'
-
-
-def _wrappers(optim_wrapper: Dict):
-    if not is_multi_wrapper(optim_wrapper):
-        return [optim_wrapper]
-    return [w for w in optim_wrapper.values() if isinstance(w, dict)]
 
 
 class AmpUnsupportedError(RuntimeError):
@@ -73,10 +48,10 @@ def check_amp_supported(cfg: Union[Config, Dict]) -> None:
     optim_wrapper = cfg.get('optim_wrapper')
     if not optim_wrapper:
         return
-    for wrapper in _wrappers(optim_wrapper):
+    for wrapper in wrappers_of(optim_wrapper):
         wrapper_type = wrapper.get('type', 'OptimWrapper')
-        name = _precision_name(wrapper)
-        if wrapper_type in _DEVICE_AMP_TYPES and \
+        name = precision_name(wrapper)
+        if wrapper_type in DEVICE_AMP_TYPES and \
                 not _accelerator_available():
             if wrapper.get('dtype') in ('bfloat16', torch.bfloat16):
                 fix = ("use preset 'bf16' (--amp bf16), whose "
@@ -90,7 +65,7 @@ def check_amp_supported(cfg: Union[Config, Dict]) -> None:
                 f'{wrapper_type!r}, which needs a CUDA GPU, but '
                 'torch.cuda.is_available() is False on this machine; '
                 f'{fix}.')
-        if wrapper_type in _BF16_TYPES and is_cuda_available() and \
+        if wrapper_type in BF16_TYPES and is_cuda_available() and \
                 not torch.cuda.is_bf16_supported():
             raise AmpUnsupportedError(
                 f'AMP check: {name} needs bfloat16, which this GPU '
@@ -115,9 +90,7 @@ def warn_accumulation_with_batchnorm(model: nn.Module,
     Returns:
         bool: True if a warning was logged.
     """
-    optim_wrapper = cfg.get('optim_wrapper') or {}
-    counts = max([w.get('accumulative_counts', 1)
-                  for w in _wrappers(optim_wrapper)] or [1])
+    counts = accumulative_counts_of(cfg) or 1
     if counts <= 1:
         return False
     norms = [name for name, module in model.named_modules()
@@ -139,19 +112,3 @@ def warn_accumulation_with_batchnorm(model: nn.Module,
         logger='current',
         level=logging.WARNING)
     return True
-
-
-def accumulative_counts_of(cfg: Union[Config, Dict]) -> Optional[int]:
-    """``optim_wrapper.accumulative_counts`` of a single-wrapper config.
-
-    Args:
-        cfg (Config | dict): Config holding ``optim_wrapper``.
-
-    Returns:
-        int | None: The count (1 if unset), or None without optim_wrapper.
-    """
-    optim_wrapper = cfg.get('optim_wrapper')
-    if not optim_wrapper:
-        return None
-    return max([w.get('accumulative_counts', 1)
-                for w in _wrappers(optim_wrapper)] or [1])

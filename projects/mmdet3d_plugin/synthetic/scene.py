@@ -16,9 +16,9 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import numpy as np
 from pyquaternion import Quaternion
 
-DETECTION_CLASSES = ('car', 'truck', 'construction_vehicle', 'bus', 'trailer',
-                     'barrier', 'motorcycle', 'bicycle', 'pedestrian',
-                     'traffic_cone')
+from ..constants import NUSCENES_CLASSES
+
+DETECTION_CLASSES = NUSCENES_CLASSES
 
 
 @dataclass(frozen=True)

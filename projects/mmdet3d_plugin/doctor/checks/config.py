@@ -7,6 +7,7 @@ from typing import Dict, List, Optional, Tuple
 from ...apis.launch import load
 from ...config.data_root import redirect_data_root, unwrap_datasets
 from ...config.presets import apply_train_flags
+from ...datasets.builder import SPLITS
 from ...datasets.info_checks import describe_info_format
 from ...engine.hooks.atomic_checkpoint_hook import use_atomic_checkpoints
 from ...synthetic.converter import mmdet3d_converter_dir
@@ -15,7 +16,6 @@ from ..context import (CheckResult, DoctorContext, failed, one_line, passed,
 from .types import config_types, lookup, mmdet3d_registries
 
 PLUGIN = 'projects.mmdet3d_plugin'
-SPLITS = ('train', 'val', 'test')
 EVALUATORS = ('val_evaluator', 'test_evaluator')
 
 

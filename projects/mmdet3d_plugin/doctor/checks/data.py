@@ -4,6 +4,7 @@ import copy
 import time
 from typing import Any
 
+from ...datasets.builder import build_split_dataset
 from ...datasets.pickle_audit import find_offenders, fix_hint
 from ..context import (CheckResult, DoctorContext, describe_exception, failed,
                        known_fix, one_line, passed, warned)
@@ -33,9 +34,6 @@ def _dataset_name(dataset: Any) -> str:
 
 def build_dataset(ctx: DoctorContext, split: str) -> CheckResult:
     """Build ``<split>_dataloader.dataset`` as the Runner does."""
-    from mmengine.registry import init_default_scope
-
-    from mmdet3d.registry import DATASETS
     check = f'data.dataset.{split}'
     loader = ctx.cfg.get(f'{split}_dataloader')
     if not loader or 'dataset' not in loader:
@@ -45,9 +43,8 @@ def build_dataset(ctx: DoctorContext, split: str) -> CheckResult:
                           "['../_base_/datasets/nus-3d.py']")
         ctx.provide(f'dataset.{split}', None)
         return passed(check, f'no {split}_dataloader (nothing to check)')
-    init_default_scope(ctx.cfg.get('default_scope', 'mmdet3d'))
     start = time.perf_counter()
-    dataset = DATASETS.build(copy.deepcopy(loader['dataset']))
+    dataset = build_split_dataset(ctx.cfg, split)
     if hasattr(dataset, 'full_init'):
         dataset.full_init()
     seconds = time.perf_counter() - start

@@ -8,10 +8,10 @@ import sys
 from importlib import metadata
 from typing import Dict, List, Optional
 
+from ...constants import REPO_ROOT
 from ..context import CheckResult, DoctorContext, failed, passed, warned
 
-REPO_ROOT = osp.abspath(osp.join(osp.dirname(__file__), '..', '..', '..'))
-REQUIREMENTS = osp.join(REPO_ROOT, 'requirements', 'mminstall.txt')
+REQUIREMENTS = str(REPO_ROOT / 'requirements' / 'mminstall.txt')
 MIN_PYTHON = (3, 8)
 
 #: Distribution name -> how to install a supported version.

@@ -1,39 +1,15 @@
 """Doctor checks of optimisation: mixed precision possible here, gradient
 accumulation through BatchNorm, the effective batch and LR, finite losses."""
 import math
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Tuple
 
-from ...engine.amp import (accumulative_counts_of, check_amp_supported,
-                           warn_accumulation_with_batchnorm)
+from ...config.optim_wrapper import (accumulative_counts_of, first_wrapper,
+                                     precision_of)
+from ...engine.amp import check_amp_supported, warn_accumulation_with_batchnorm
 from ...engine.lr_scaling import effective_batch_size, effective_lr
 from ...engine.runner import PluginRunner
 from ..context import (CheckResult, DoctorContext, failed, one_line, passed,
                        warned)
-
-_FP16_TYPES = ('AmpOptimWrapper', 'mmengine.AmpOptimWrapper')
-_BF16_TYPES = ('BF16AmpOptimWrapper', 'mmdet3d.BF16AmpOptimWrapper')
-
-
-def _single_wrapper(cfg) -> Optional[Dict]:
-    optim_wrapper = cfg.get('optim_wrapper')
-    if not optim_wrapper:
-        return None
-    if 'optimizer' in optim_wrapper or 'type' in optim_wrapper:
-        return optim_wrapper
-    first = [w for w in optim_wrapper.values() if isinstance(w, dict)]
-    return first[0] if first else None
-
-
-def precision_of(optim_wrapper: Dict) -> str:
-    """'float32', 'float16' or 'bfloat16' for an optimizer wrapper config."""
-    import torch
-    kind = optim_wrapper.get('type', 'OptimWrapper')
-    dtype = optim_wrapper.get('dtype')
-    if kind in _BF16_TYPES or dtype in ('bfloat16', torch.bfloat16):
-        return 'bfloat16'
-    if kind in _FP16_TYPES or dtype in ('float16', torch.float16):
-        return 'float16'
-    return 'float32'
 
 
 def machine_precisions() -> List[str]:
@@ -63,7 +39,7 @@ def check_amp(ctx: DoctorContext) -> CheckResult:
     """The configured precision runs on this machine."""
     import torch
 
-    optim_wrapper = _single_wrapper(ctx.cfg)
+    optim_wrapper = first_wrapper(ctx.cfg)
     possible = machine_precisions()
     device = 'CUDA' if torch.cuda.is_available() else 'CPU'
     here = f'this {device} machine runs {", ".join(possible)}'
@@ -148,7 +124,7 @@ def lr_plan(cfg, world_size: int) -> Tuple[Dict, List[str]]:
         ``scaled_lr``, ``enabled``, ``run_lr``), and problems found.
     """
     problems = []
-    wrapper = _single_wrapper(cfg) or {}
+    wrapper = first_wrapper(cfg) or {}
     base_lr = (wrapper.get('optimizer') or {}).get('lr')
     batch_size = int((cfg.get('train_dataloader') or {}).get('batch_size', 1))
     counts = int(accumulative_counts_of(cfg) or 1)

@@ -1,0 +1,16 @@
+"""Names every part of the plugin shares, defined once."""
+from pathlib import Path
+
+#: Module name of the plugin, as configs import it (``custom_imports``).
+PLUGIN_MODULE = __name__.rpartition('.')[0]
+#: Folder of the plugin package.
+PLUGIN_DIR = Path(__file__).resolve().parent
+#: The checkout that holds the plugin, ``configs/`` and ``requirements/``.
+REPO_ROOT = PLUGIN_DIR.parents[1]
+#: The ten nuScenes detection classes, in the order of mmdet3d's configs.
+NUSCENES_CLASSES = ('car', 'truck', 'construction_vehicle', 'bus', 'trailer',
+                    'barrier', 'motorcycle', 'bicycle', 'pedestrian',
+                    'traffic_cone')
+#: The config line that imports the plugin.
+CUSTOM_IMPORTS = (f"custom_imports = dict(imports=['{PLUGIN_MODULE}'], "
+                  'allow_failed_imports=False)')
