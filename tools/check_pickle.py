@@ -2,22 +2,31 @@
 
 Builds ``<split>_dataloader.dataset``, pickles it as a DataLoader worker
 started by spawn receives it, loads it in a spawned process, and prints the
-size, the time and any attribute that cannot be pickled. Exits 1 on failure.
+size, the time and any attribute that cannot be pickled. Exits 1 on failure
+(a bad config or argument: one ``error:`` line; ``--debug`` shows the
+traceback).
 
 Example::
 
     python tools/check_pickle.py configs/my_config.py --split val
 """
 import argparse
-import os
+import os.path as osp
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, osp.dirname(osp.dirname(osp.abspath(__file__))))
+
+from projects.mmdet3d_plugin.apis.errors import (  # noqa: E402
+    add_debug_flag, run_tool)
+from projects.mmdet3d_plugin.config.loading import (  # noqa: E402
+    add_cfg_options, load_config)
+from projects.mmdet3d_plugin.datasets.builder import (  # noqa: E402
+    build_split_dataset)
+from projects.mmdet3d_plugin.datasets.pickle_audit import (  # noqa: E402
+    check_picklable, format_report)
 
 
 def parse_args():
-    from projects.mmdet3d_plugin.config.loading import (  # noqa: E402
-        add_cfg_options)
     parser = argparse.ArgumentParser(
         description='Pickle the dataset of a config as a spawn worker would')
     parser.add_argument('config', help='config file path')
@@ -29,20 +38,20 @@ def parse_args():
                         action='store_true',
                         help='skip unpickling in a spawned process')
     add_cfg_options(parser)
+    add_debug_flag(parser)
     return parser.parse_args()
 
 
-def main():
-    args = parse_args()
-    from projects.mmdet3d_plugin.config.loading import (  # noqa: E402
-        load_config)
-    from projects.mmdet3d_plugin.datasets.pickle_audit import (  # noqa: E402
-        build_split_dataset, check_picklable, format_report)
+def check_pickle(args) -> int:
     cfg = load_config(args.config, args.cfg_options)
     dataset = build_split_dataset(cfg, args.split)
     report = check_picklable(dataset, load_in_spawn=not args.no_load)
     print(format_report(report, type(dataset).__name__))
     return 0 if report.ok else 1
+
+
+def main():
+    return run_tool(check_pickle, parse_args())
 
 
 if __name__ == '__main__':

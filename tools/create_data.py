@@ -10,7 +10,8 @@ dataset root anywhere (mmdet3d's version only works from a checkout whose
 writes ``nuscenes_infos_train.pkl``, ``nuscenes_infos_val.pkl`` and, as
 mmdet3d's does, the ground-truth database for ``ObjectSample``
 (``nuscenes_dbinfos_train.pkl``, ``nuscenes_gt_database/``; skip it with
-``--no-gt-database``) into ``--out-dir``.
+``--no-gt-database``) into ``--out-dir``. A bad root or argument prints one
+``error:`` line and exits 1 (``--debug`` shows the traceback).
 """
 import argparse
 import os.path as osp
@@ -18,6 +19,8 @@ import sys
 
 sys.path.insert(0, osp.dirname(osp.dirname(osp.abspath(__file__))))
 
+from projects.mmdet3d_plugin.apis.errors import (  # noqa: E402
+    add_debug_flag, run_tool)
 from projects.mmdet3d_plugin.synthetic.converter import (  # noqa: E402
     create_nuscenes_infos)
 
@@ -36,11 +39,11 @@ def parse_args():
         action=argparse.BooleanOptionalAction,
         default=True,
         help='build the ground-truth database for ObjectSample (default)')
+    add_debug_flag(parser)
     return parser.parse_args()
 
 
-def main():
-    args = parse_args()
+def create_data(args) -> int:
     paths = create_nuscenes_infos(
         args.root_path,
         out_dir=args.out_dir,
@@ -50,7 +53,12 @@ def main():
         gt_database=args.gt_database)
     for path in paths:
         print(f'Wrote {path}')
+    return 0
+
+
+def main():
+    return run_tool(create_data, parse_args())
 
 
 if __name__ == '__main__':
-    main()
+    sys.exit(main())

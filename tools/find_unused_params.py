@@ -8,7 +8,8 @@ prints the unused parameters grouped by module and the cheapest correct
     python tools/find_unused_params.py CONFIG [--iters N] [--cfg-options ...]
 
 Exit status: 0 when every trainable parameter received a gradient, 1 when
-some did not (DDP with find_unused_parameters=False would fail), 2 on usage
+some did not (DDP with find_unused_parameters=False would fail) or on bad
+input (one ``error:`` line; ``--debug`` shows the traceback), 2 on usage
 errors.
 """
 import argparse
@@ -17,6 +18,8 @@ import sys
 
 sys.path.insert(0, osp.dirname(osp.dirname(osp.abspath(__file__))))
 
+from projects.mmdet3d_plugin.apis.errors import (  # noqa: E402
+    add_debug_flag, run_tool)
 from projects.mmdet3d_plugin.apis.launch import load  # noqa: E402
 from projects.mmdet3d_plugin.config.loading import (  # noqa: E402
     add_cfg_options)
@@ -37,16 +40,20 @@ def parse_args(argv=None):
         help='keep logs and unused_params.json here (default: a temporary '
         'directory, removed afterwards)')
     add_cfg_options(parser)
+    add_debug_flag(parser)
     return parser.parse_args(argv)
 
 
-def main(argv=None) -> int:
-    args = parse_args(argv)
+def find_unused_params(args) -> int:
     cfg = load(args.config, args.cfg_options, 'none', None)
     report = find_unused_parameters(cfg, args.iters, work_dir=args.work_dir)
     print(describe(report, report['table']))
     unused = report['unused_on_all_ranks'] or report['unused_on_some_ranks']
     return 1 if unused else 0
+
+
+def main(argv=None) -> int:
+    return run_tool(find_unused_params, parse_args(argv))
 
 
 if __name__ == '__main__':

@@ -3,13 +3,14 @@
 Usage::
 
     python tools/migrate_config.py OLD.py NEW.py [--no-plugin]
-        [--cfg-options KEY=VALUE ...]
+        [--cfg-options KEY=VALUE ...] [--debug]
 
 NEW.py has the presets merged, mmdet3d 0.x keys translated and no
 ``presets`` key, so mmdet3d's own ``tools/train.py`` runs it. By default it
 keeps this plugin's runner (LR scaling that counts accumulation) and imports
 the plugin through ``custom_imports``; ``--no-plugin`` writes a config for
-stock mmdet3d without the plugin installed.
+stock mmdet3d without the plugin installed. A bad config prints one
+``error:`` line and exits 1 (``--debug`` shows the traceback).
 """
 import argparse
 import os.path as osp
@@ -17,6 +18,8 @@ import sys
 
 sys.path.insert(0, osp.dirname(osp.dirname(osp.abspath(__file__))))
 
+from projects.mmdet3d_plugin.apis.errors import (  # noqa: E402
+    add_debug_flag, run_tool)
 from projects.mmdet3d_plugin.config.loading import (  # noqa: E402
     add_cfg_options, migrate_config)
 
@@ -34,17 +37,22 @@ def parse_args(argv=None):
         'Runner: auto_scale_lr then ignores accumulation)')
     add_cfg_options(
         parser, help='overrides merged before writing, as for tools/train.py')
+    add_debug_flag(parser)
     return parser.parse_args(argv)
 
 
-def main(argv=None):
-    args = parse_args(argv)
+def migrate(args) -> int:
     migrate_config(
         args.config,
         args.out,
         cfg_options=args.cfg_options,
         plugin=not args.no_plugin)
+    return 0
+
+
+def main(argv=None) -> int:
+    return run_tool(migrate, parse_args(argv))
 
 
 if __name__ == '__main__':
-    main()
+    sys.exit(main())

@@ -6,6 +6,8 @@ import sys
 
 sys.path.insert(0, osp.dirname(osp.dirname(osp.abspath(__file__))))
 
+from projects.mmdet3d_plugin.apis.errors import (  # noqa: E402
+    add_debug_flag, run_tool)
 from projects.mmdet3d_plugin.apis.quickstart import run_quickstart  # noqa
 
 
@@ -20,15 +22,21 @@ def parse_args():
                         help='training iterations (default: the config\'s)')
     parser.add_argument('--skip-untrained', action='store_true',
                         help='do not evaluate the untrained model')
+    add_debug_flag(parser)
     return parser.parse_args()
 
 
-def main():
-    args = parse_args()
+def quickstart(args) -> int:
+    # The summary dict is printed and written to JSON by run_quickstart.
     run_quickstart(args.work_dir, data_root=args.data_root, gpus=args.gpus,
                    accum=args.accum, iters=args.iters,
                    compare_untrained=not args.skip_untrained)
+    return 0
+
+
+def main():
+    return run_tool(quickstart, parse_args())
 
 
 if __name__ == '__main__':
-    main()
+    sys.exit(main())

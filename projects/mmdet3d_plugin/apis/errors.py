@@ -4,11 +4,11 @@ The plugin reports bad input (config keys, paths, info files, preset values,
 hook arguments) as ``FileNotFoundError``, ``ValueError`` or ``TypeError``
 (and a precision this machine cannot run as ``AmpUnsupportedError``)
 whose message starts with a context prefix and ends with the fix. The tools
-(``tools/train.py``, ``tools/test.py``) run through :func:`run_tool`, which
-prints such errors as ``error: <message>`` on stderr and exits with status
-1. Everything else (``RuntimeError``, a bug) keeps its traceback; a
-DataLoader worker killed by a signal gets a last line naming the worker and
-the signal (:func:`worker_death_message`). ``--debug`` or
+(``tools/*.py``) run through :func:`run_tool`, which prints such errors as
+``error: <message>`` on stderr and exits with status 1. Everything else
+(``RuntimeError``, a bug) keeps its traceback; a DataLoader worker killed
+by a signal gets a last line naming the worker and the signal
+(:func:`worker_death_message`). ``--debug`` (:func:`add_debug_flag`) or
 ``MMDET3D_PLUGIN_DEBUG=1`` shows the traceback of user errors too.
 """
 import os
@@ -173,6 +173,23 @@ def debug_requested(args: Any = None) -> bool:
     if getattr(args, 'debug', False):
         return True
     return os.environ.get(DEBUG_ENV, '').lower() not in ('', '0', 'false')
+
+
+def add_debug_flag(parser: Any) -> Any:
+    """Add ``--debug`` (read by :func:`debug_requested`) to a tool's parser.
+
+    Args:
+        parser (argparse.ArgumentParser): The tool's parser.
+
+    Returns:
+        argparse.ArgumentParser: ``parser``.
+    """
+    parser.add_argument(
+        '--debug',
+        action='store_true',
+        help='show the traceback of input errors instead of one error line '
+        f'(same as {DEBUG_ENV}=1)')
+    return parser
 
 
 def run_tool(fn: Callable[[Any], Any], args: Any) -> Any:

@@ -36,6 +36,9 @@ class Override:
             against (``python`` for the interpreter).
         switchable (bool): Whether ``MMDET3D_PLUGIN_COMPAT_OFF`` can turn it
             off. Defaults to False.
+        at_import (bool): Whether importing the plugin applies it (the
+            README lists these). Defaults to False: it takes effect where a
+            config or tool uses the class named in ``where``.
     """
     name: str
     where: str
@@ -44,6 +47,7 @@ class Override:
     remove_when: str
     reviewed: Dict[str, str] = field(default_factory=dict)
     switchable: bool = False
+    at_import: bool = False
 
 
 OVERRIDES = (
@@ -55,7 +59,8 @@ OVERRIDES = (
         'HistoryBuffer._statistics_methods',
         upstream='mmengine #1655 (fixed on main, unreleased)',
         remove_when='mmengine > 0.10.7 is required',
-        reviewed={'torch': '>=2.4,<2.14', 'mmengine': '>=0.10.0,<=0.10.7'}),
+        reviewed={'torch': '>=2.4,<2.14', 'mmengine': '>=0.10.0,<=0.10.7'},
+        at_import=True),
     Override(
         name='cpu_dist',
         where='compat/cpu_dist.py: init_cpu_dist, CPUDistributedDataParallel',
@@ -63,7 +68,8 @@ OVERRIDES = (
         'torch.cuda.set_device) and drops device_ids for CPU modules',
         upstream='mmengine #1460',
         remove_when='mmengine handles CPU DDP itself',
-        reviewed={'mmengine': '>=0.10.0,<=0.10.7'}),
+        reviewed={'mmengine': '>=0.10.0,<=0.10.7'},
+        at_import=True),
     Override(
         name='spconv_cpu_backward',
         where='compat/spconv_cpu.py: let_spconv_train_on_cpu',
@@ -71,7 +77,8 @@ OVERRIDES = (
         'returns 0 when CUDA is absent',
         upstream='traveller59/spconv#366 (forward only)',
         remove_when="spconv's backward checks the device itself",
-        reviewed={'spconv': '==2.3.8'}),
+        reviewed={'spconv': '==2.3.8'},
+        at_import=True),
     Override(
         name='dbsampler_np_long',
         where='compat/dbsampler.py: DataBaseSampler',
@@ -80,19 +87,21 @@ OVERRIDES = (
         upstream='mmdet3d #2821, PR #2872 (merged after 1.4.0)',
         remove_when='an mmdet3d release containing PR #2872 is required',
         reviewed={'mmdet3d': '==1.4.0', 'numpy': '>=1.24,<2'},
-        switchable=True),
+        switchable=True,
+        at_import=True),
     Override(
         name='atomic_checkpoint_backend',
-        where='engine/atomic_checkpoint.py: AtomicLocalBackend',
+        where='fileio/atomic.py: AtomicLocalBackend',
         what="registers a file backend with mmengine's register_backend("
         'force=True) so checkpoints are written to a temporary file and '
         'renamed',
         upstream='mmengine.fileio.register_backend',
         remove_when='mmengine writes checkpoints atomically',
-        reviewed={'mmengine': '>=0.10.0,<=0.10.7'}),
+        reviewed={'mmengine': '>=0.10.0,<=0.10.7'},
+        at_import=True),
     Override(
         name='checkpoint_hook_save_step',
-        where='hooks/atomic_checkpoint_hook.py: AtomicCheckpointHook',
+        where='engine/hooks/atomic_checkpoint_hook.py: AtomicCheckpointHook',
         what='overrides the private CheckpointHook._save_checkpoint_with_step',
         upstream='mmengine.hooks.CheckpointHook (private method)',
         remove_when='mmengine writes checkpoints atomically',
@@ -123,7 +132,7 @@ OVERRIDES = (
         reviewed={'mmengine': '>=0.10.0,<=0.10.7'}),
     Override(
         name='forkserver_preload',
-        where='utils/forkserver.py: setup_forkserver_preload',
+        where='datasets/forkserver.py: setup_forkserver_preload',
         what="reads multiprocessing.forkserver's private preload list to "
         'extend it',
         upstream='multiprocessing.forkserver._forkserver._preload_modules',
@@ -131,7 +140,7 @@ OVERRIDES = (
         reviewed={'python': '>=3.8,<3.14'}),
     Override(
         name='converter_by_path',
-        where='utils/nuscenes_converter.py: create_nuscenes_infos',
+        where='synthetic/converter.py: create_nuscenes_infos',
         what="imports mmdet3d's converter scripts from the wheel by path "
         '(sys.modules) and runs them with a temporary working directory, '
         "since update_infos_to_v2 opens './data/nuscenes' whatever the root",

@@ -4,8 +4,9 @@ import os.path as osp
 import sys
 from typing import Dict, List, Optional, Tuple
 
-from ...apis.launch import load
+from ...apis.launch import PluginDirCollisionError, load, plugin_dir_collision
 from ...config.data_root import redirect_data_root, unwrap_datasets
+from ...config.loading import load_config
 from ...config.presets import apply_train_flags
 from ...datasets.builder import SPLITS
 from ...datasets.info_checks import describe_info_format
@@ -24,10 +25,19 @@ def check_load(ctx: DoctorContext) -> CheckResult:
     ``--amp`` / ``--accum`` / ``--auto-scale-lr``).
 
     Unlike tools/train.py it does not stop on a precision this machine
-    cannot run: ``optim.amp`` reports that, and the rest still runs.
+    cannot run: ``optim.amp`` reports that, and the rest still runs. Nor on
+    a ``plugin_dir`` that collides with this package: the config loads
+    without that plugin, and ``config.plugin`` fails.
     """
     opts = ctx.options
-    cfg = load(opts.config, opts.cfg_options, 'none', ctx.tmp_dir)
+    notes = []
+    try:
+        cfg = load(opts.config, opts.cfg_options, 'none', ctx.tmp_dir)
+    except PluginDirCollisionError:
+        cfg = load_config(opts.config, cfg_options=opts.cfg_options)
+        cfg.launcher = 'none'
+        cfg.work_dir = ctx.tmp_dir
+        notes.append('plugin_dir not imported, see config.plugin')
     use_atomic_checkpoints(cfg)
     apply_train_flags(cfg, accum=opts.accum, amp=opts.amp)
     if opts.auto_scale_lr:
@@ -40,7 +50,7 @@ def check_load(ctx: DoctorContext) -> CheckResult:
     if opts.data_root:
         redirect_data_root(cfg, opts.data_root)
     ctx.provide('cfg', cfg)
-    notes = [f'runner {cfg.get("runner_type", "Runner")}']
+    notes.insert(0, f'runner {cfg.get("runner_type", "Runner")}')
     flags = [
         flag for flag, value in (('--amp', opts.amp), ('--accum', opts.accum),
                                  ('--auto-scale-lr', opts.auto_scale_lr))
@@ -54,12 +64,17 @@ def check_load(ctx: DoctorContext) -> CheckResult:
 
 
 def check_plugin(ctx: DoctorContext) -> CheckResult:
-    """The plugin is imported, and the config says so itself."""
+    """The plugin is imported, and the config says so itself; a legacy
+    ``plugin_dir`` does not collide with it (a UniAD repository's own
+    ``projects/mmdet3d_plugin/`` has this package's module name)."""
     if PLUGIN not in sys.modules:
         return failed(
             'config.plugin', f'{PLUGIN} is not imported',
             f"custom_imports = dict(imports=['{PLUGIN}'], "
             'allow_failed_imports=False)')
+    collision = plugin_dir_collision(ctx.cfg)
+    if collision is not None:
+        return failed('config.plugin', collision.detail, collision.fix)
     imports = (ctx.cfg.get('custom_imports') or {}).get('imports') or []
     if isinstance(imports, str):
         imports = [imports]
