@@ -72,7 +72,7 @@ def test_train_stops_with_one_error_naming_both_folders(tmp_path):
         "error: config: plugin_dir='projects/mmdet3d_plugin/' is "
         f"{(repo / 'projects' / 'mmdet3d_plugin').resolve()}, a different "
         f'folder with the same module name as this package ({OURS})'), error
-    assert f"set plugin_dir='uniad_plugin/'" in error
+    assert "set plugin_dir='uniad_plugin/'" in error
     assert 'Traceback' not in out
     # Stopped while loading the config: no Runner, work dir or dataset.
     assert not work.exists()

@@ -12,8 +12,10 @@ files of another package on disk or changes numpy or torch globally.
 3. ``spconv_cpu``: spconv's backward without CUDA.
 4. ``dbsampler``: ``ObjectSample`` / ``DataBaseSampler`` on numpy >= 1.24
    (mmdet3d #2821); switchable.
+5. ``centerhead_init``: CenterPoint task heads get their own
+   ``init_weights`` (heatmap bias ``init_bias``; mmdet3d #1554); switchable.
 """
-from . import dbsampler
+from . import centerhead_init, dbsampler
 from .checkpoints import allow_mmengine_checkpoints
 from .cpu_dist import CPUDistributedDataParallel, init_cpu_dist
 from .inventory import (OFF_VARIABLE, OVERRIDES, Override,
@@ -34,5 +36,6 @@ applied = set()
 
 allow_mmengine_checkpoints()
 let_spconv_train_on_cpu()
-if dbsampler.NAME not in _OFF and dbsampler.apply():
-    applied.add(dbsampler.NAME)
+for _fix in (dbsampler, centerhead_init):
+    if _fix.NAME not in _OFF and _fix.apply():
+        applied.add(_fix.NAME)
