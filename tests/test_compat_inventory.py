@@ -1,5 +1,6 @@
 """The inventory of upstream overrides: reviewed versions, switches and the
 known upstream errors the tools name."""
+import re
 from dataclasses import replace
 from pathlib import Path
 
@@ -73,3 +74,14 @@ def test_known_upstream_error_from_a_worker_is_named():
         "1.4.0's DataBaseSampler")
     assert 'mmdet3d #2821' in message and 'PR #2872' in message
     assert message.endswith(f'out of {OFF_VARIABLE}.')
+
+
+def test_readme_lists_the_fixes_applied_at_import():
+    """The README's list of import side effects is the inventory's."""
+    readme = (PACKAGE.parents[1] / 'README.md').read_text()
+    section = readme.split('Importing the plugin registers')[1].split(
+        '\n## ')[0]
+    listed = set(re.findall(r'^- `(\w+)`:', section, flags=re.M))
+    assert listed == {o.name for o in OVERRIDES if o.at_import}
+    switchable = {o.name for o in OVERRIDES if o.switchable}
+    assert f'{OFF_VARIABLE}={",".join(sorted(switchable))}' in section
