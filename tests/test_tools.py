@@ -1,5 +1,6 @@
 """Launchers end to end: tools/dist_train.sh, dist_test.sh, --resume and a
-two-node run, as 2 CPU processes over gloo on the generated data."""
+two-node run, as 2 CPU processes over gloo on the generated data; every
+other tool's one ``error:`` line (or traceback with --debug) on bad input."""
 import json
 import os
 import subprocess
@@ -8,8 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from projects.mmdet3d_plugin.apis.errors import DEBUG_ENV
 from projects.mmdet3d_plugin.apis.quickstart import derived_config
 from projects.mmdet3d_plugin.engine.ports import free_port
+from projects.mmdet3d_plugin.synthetic.writer import MARKER
 from gpu import requires_no_cuda
 
 REPO = Path(__file__).resolve().parents[1]
@@ -145,3 +148,54 @@ def test_doctor_checks_the_train_flags_before_launching(tmp_path,
              if line.split()[1:2] == ['optim.amp']]
     assert amp.startswith('[FAIL]') and 'CUDA GPU' in amp, proc.stdout
     assert not work_dir.exists()
+
+
+# -- bad input: one error line, or the traceback with --debug --------------
+
+# tool, its arguments, the exception, what its line names ({tmp}: tmp_path).
+BAD_INPUTS = [
+    ('check_pickle', ['{tmp}/no_such_config.py'], 'FileNotFoundError',
+     '{tmp}/no_such_config.py'),
+    ('create_data', ['nuscenes', '--root-path', '{tmp}/no_such_root'],
+     'FileNotFoundError', '{tmp}/no_such_root'),
+    ('find_unused_params', ['{tmp}/no_such_config.py'], 'FileNotFoundError',
+     '{tmp}/no_such_config.py'),
+    ('migrate_config', ['{tmp}/no_such_config.py', '{tmp}/out.py'],
+     'FileNotFoundError', '{tmp}/no_such_config.py'),
+    ('quickstart', ['--work-dir', '{tmp}/work', '--data-root',
+                    '{tmp}/seed1_root'], 'ValueError',
+     '{tmp}/seed1_root holds a dataset generated with seed=1'),
+    ('create_synthetic_nuscenes', ['--out-dir', '{tmp}/syn', '--version',
+                                   'v9.9'], 'ValueError',
+     "version must be one of ('v1.0-mini',) (the devkit selects the "
+     "generated scenes through its mini splits); got 'v9.9'"),
+]
+
+
+@pytest.mark.parametrize('debug', [False, True], ids=['one_line', 'debug'])
+@pytest.mark.parametrize('tool,args,exc_type,named', BAD_INPUTS,
+                         ids=[case[0] for case in BAD_INPUTS])
+def test_tool_bad_input_prints_one_error_line(tool, args, exc_type, named,
+                                              debug, tmp_path):
+    # quickstart's data root: a dataset generated with seed 1, not its 0.
+    (tmp_path / 'seed1_root' / 'v1.0-mini').mkdir(parents=True)
+    (tmp_path / 'seed1_root' / MARKER).write_text(json.dumps(dict(seed=1)))
+    named = named.format(tmp=tmp_path)
+    cmd = [sys.executable, f'tools/{tool}.py',
+           *(arg.format(tmp=tmp_path) for arg in args)]
+    env = {k: v for k, v in os.environ.items() if k != DEBUG_ENV}
+    proc = subprocess.run(cmd + ['--debug'] * debug, cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=120)
+    err = proc.stderr
+    errors = [line for line in err.splitlines() if line.startswith('error: ')]
+    assert proc.returncode == 1, err[-3000:]
+    if debug:
+        assert 'Traceback (most recent call last)' in err, err[-3000:]
+        last = err.rstrip().splitlines()[-1]
+        assert last.startswith(f'{exc_type}: ') and named in last, last
+        assert errors == [], err[-3000:]
+    else:
+        assert 'Traceback' not in err, err[-3000:]
+        assert len(errors) == 1 and named in errors[0], err[-3000:]
+        assert f'--debug or {DEBUG_ENV}=1 shows the traceback' in err
+    assert not (tmp_path / 'out.py').exists()  # migrate_config wrote nothing

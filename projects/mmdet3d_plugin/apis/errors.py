@@ -25,8 +25,8 @@ from ..engine.amp import AmpUnsupportedError
 #: Environment variable that turns the one-line errors off.
 DEBUG_ENV = 'MMDET3D_PLUGIN_DEBUG'
 
-USER_ERROR_TYPES = (FileNotFoundError, ValueError, TypeError, ImportError,
-                    AmpUnsupportedError)
+USER_ERROR_TYPES = (FileNotFoundError, FileExistsError, ValueError,
+                    TypeError, ImportError, AmpUnsupportedError)
 
 _REGISTRY_RE = re.compile(
     r'^(?P<type>\S+) is not in the (?P<registry>\S+) registry\.')

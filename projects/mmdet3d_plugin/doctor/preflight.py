@@ -44,6 +44,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, Dict, List, Optional, Sequence
 
+from ..apis.errors import add_debug_flag
 from ..apis.launch import train_parser
 from ..config.loading import add_cfg_options
 from ..config.presets import add_train_flags
@@ -339,6 +340,7 @@ def doctor_parser() -> argparse.ArgumentParser:
         'DOCTOR=1 tools/dist_train.sh passes them; --accum, --amp, '
         '--auto-scale-lr, --cfg-options and --launcher are checked, the '
         'others (--work-dir, --resume, ...) change nothing checked here')
+    add_debug_flag(parser)
     return parser
 
 
