@@ -12,8 +12,8 @@ files of another package on disk or changes numpy or torch globally.
 3. ``spconv_cpu``: spconv's backward without CUDA.
 4. ``dbsampler``: ``ObjectSample`` / ``DataBaseSampler`` on numpy >= 1.24
    (mmdet3d #2821); switchable.
-5. ``centerhead_init``: CenterPoint task heads get their own
-   ``init_weights`` (heatmap bias ``init_bias``; mmdet3d #1554); switchable.
+5. ``centerhead_init``: CenterPoint's heatmap bias starts at ``init_bias``
+   (mmdet3d #1554); switchable.
 """
 from . import centerhead_init, dbsampler
 from .checkpoints import allow_mmengine_checkpoints

@@ -93,9 +93,9 @@ OVERRIDES = (
         name='centerhead_init',
         where='compat/centerhead_init.py: CenterHead',
         what="registers CenterHead over mmdet3d's with force=True; its "
-        "init_weights also runs each task head's init_weights (Kaiming "
-        'convolutions, heatmap bias = init_bias), which mmengine skips '
-        'inside the plain nn.ModuleList',
+        "init_weights also sets each task head's heatmap bias to "
+        'init_bias, which mmengine never reaches inside the plain '
+        'nn.ModuleList',
         upstream='mmdet3d #1554',
         remove_when='mmdet3d initialises the task heads of CenterHead',
         reviewed={'mmdet3d': '==1.4.0', 'mmengine': '>=0.10.0,<=0.10.7'},
