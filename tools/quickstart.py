@@ -17,9 +17,15 @@ def parse_args():
     parser.add_argument('--data-root', default='data/nuscenes_synthetic')
     parser.add_argument('--gpus', type=int, default=2,
                         help='training processes (CPU processes without CUDA)')
-    parser.add_argument('--accum', type=int, default=2, choices=[1, 2, 4, 8])
+    parser.add_argument(
+        '--accum', type=int, default=1, choices=[1, 2, 4, 8],
+        help='gradient accumulation preset grad_accum_xN (default: 1, '
+        'none: the 400-iteration schedule is tuned for 4 samples per '
+        'update)')
     parser.add_argument('--iters', type=int,
                         help='training iterations (default: the config\'s)')
+    parser.add_argument('--seed', type=int, default=0,
+                        help='seed of the training run (default: 0)')
     parser.add_argument('--skip-untrained', action='store_true',
                         help='do not evaluate the untrained model')
     add_debug_flag(parser)
@@ -30,7 +36,8 @@ def quickstart(args) -> int:
     # The summary dict is printed and written to JSON by run_quickstart.
     run_quickstart(args.work_dir, data_root=args.data_root, gpus=args.gpus,
                    accum=args.accum, iters=args.iters,
-                   compare_untrained=not args.skip_untrained)
+                   compare_untrained=not args.skip_untrained,
+                   seed=args.seed)
     return 0
 
 

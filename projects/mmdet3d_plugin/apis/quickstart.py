@@ -5,12 +5,14 @@ the same path a user runs on a cluster, on a laptop CPU in minutes:
 
 1. generate the nuScenes-format dataset and mmdet3d's info files (once);
 2. train the small CenterPoint config with ``tools/dist_train.sh`` (torchrun,
-   2 CPU processes over gloo), spawn DataLoader workers, the
-   ``grad_accum_x2`` preset and ``DDPUnusedParamHook``;
+   2 CPU processes over gloo), spawn DataLoader workers,
+   ``DDPUnusedParamHook`` and TensorBoard scalars (an accumulation preset
+   with ``accum``);
 3. evaluate the trained checkpoint, and the same model untrained, on
    ``mini_val`` with nuscenes-devkit through ``SafeNuScenesMetric``;
-4. print mAP, NDS, a per-class AP table and the unused-parameter summary;
-   save the loss curve and ``quickstart_summary.json``.
+4. print mAP, NDS, a per-class table and the unused-parameter summary;
+   save the loss curve, a bird's-eye view of one ``mini_val`` frame and
+   ``quickstart_summary.json``.
 """
 import json
 import os
@@ -20,18 +22,23 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Dict, Optional
+from typing import Dict, Optional, Tuple
+
+from mmengine.runner import Runner
 
 from ..constants import NUSCENES_CLASSES, REPO_ROOT
 from ..config.data_root import redirect_data_root
 from ..config.loading import load_config
 from ..engine.ports import free_port
 from ..synthetic.writer import prepare_synthetic_nuscenes
+from .bev_figure import draw_bev, predict_frame
 from .launch import build_runner
 
 CONFIG = (REPO_ROOT / 'configs' / 'centerpoint' /
           'centerpoint_pillar_synthetic.py')
 METRIC_PREFIX = 'NuScenes metric/pred_instances_3d_NuScenes/'
+#: The mini_val sample drawn in bird's-eye view.
+BEV_SAMPLE = 0
 
 
 def _say(msg: str) -> None:
@@ -62,14 +69,19 @@ def derived_config(path: Path, base: Path, data_root: Path,
 
 
 def write_job_config(work_dir: Path, data_root: Path, iters: Optional[int],
-                     accum: int) -> Path:
+                     accum: int, seed: Optional[int] = None) -> Path:
     """Write the job's config: the small CenterPoint config plus the extras.
 
     Shows the plugin's pieces composed the way a user writes them: a preset
-    by name, the unused-parameter hook, spawn workers.
+    by name, the unused-parameter hook, spawn workers, TensorBoard scalars.
     """
     loader = dict(num_workers=1, persistent_workers=True)
     overrides = {
+        'randomness': dict(seed=seed),
+        'visualizer': dict(vis_backends=[
+            dict(type='LocalVisBackend'),
+            dict(type='TensorboardVisBackend'),
+        ]),
         'custom_hooks': [dict(type='DDPUnusedParamHook')],
         'env_cfg': dict(mp_cfg=dict(mp_start_method='spawn')),
         'train_dataloader': loader,
@@ -103,11 +115,13 @@ def train_distributed(config: Path, work_dir: Path, gpus: int) -> None:
 
 
 def evaluate(config: Path, work_dir: Path,
-             checkpoint: Optional[str]) -> Dict[str, float]:
+             checkpoint: Optional[str]) -> Tuple[Dict[str, float], Runner]:
     """Evaluate on mini_val in this process; random weights without a
-    checkpoint."""
+    checkpoint. The metrics' log line (every class and threshold) goes to
+    the log file only; :func:`per_class_table` shows them."""
     cfg = load_config(str(config))
     cfg.work_dir = str(work_dir)
+    cfg.log_level = 'WARNING'
     cfg.launcher = 'none'
     cfg.load_from = checkpoint
     cfg.env_cfg = dict(cfg.get('env_cfg', {}), mp_cfg=dict(
@@ -115,7 +129,8 @@ def evaluate(config: Path, work_dir: Path,
     cfg.test_dataloader.num_workers = 0
     cfg.test_dataloader.persistent_workers = False
     cfg.pop('custom_hooks', None)
-    return build_runner(cfg).test()
+    runner = build_runner(cfg)
+    return runner.test(), runner
 
 
 def _last_log_dir(work_dir: Path) -> Path:
@@ -151,20 +166,26 @@ def plot_loss(scalars: Path, out: Path) -> int:
 
 
 def per_class_table(trained: dict, untrained: Optional[dict]) -> str:
-    """AP per class, averaged over the devkit's 4 distance thresholds."""
+    """Per class: AP (mean over the 4 distance thresholds) and the five
+    true-positive errors of the trained model; AP of the untrained one."""
 
     def ap(metrics, name):
         vals = [metrics[f'{METRIC_PREFIX}{name}_AP_dist_{d}']
                 for d in ('0.5', '1.0', '2.0', '4.0')]
         return sum(vals) / len(vals)
 
-    head = f'{"class":<22}{"AP trained":>12}'
+    errors = ('trans_err', 'scale_err', 'orient_err', 'vel_err', 'attr_err')
+    head = f'{"class":<22}{"AP":>7}' + ''.join(
+        f'{e.split("_")[0]:>8}' for e in errors)
     head += f'{"AP untrained":>14}' if untrained else ''
     rows = [head, '-' * len(head)]
     for name in NUSCENES_CLASSES:
-        row = f'{name:<22}{ap(trained, name):>12.4f}'
+        row = f'{name:<22}{ap(trained, name):>7.3f}'
+        for err in errors:
+            value = trained.get(f'{METRIC_PREFIX}{name}_{err}', float('nan'))
+            row += f'{value:>8.3f}'
         if untrained:
-            row += f'{ap(untrained, name):>14.4f}'
+            row += f'{ap(untrained, name):>14.3f}'
         rows.append(row)
     return '\n'.join(rows)
 
@@ -172,9 +193,10 @@ def per_class_table(trained: dict, untrained: Optional[dict]) -> str:
 def run_quickstart(work_dir: str,
                    data_root: str = 'data/nuscenes_synthetic',
                    gpus: int = 2,
-                   accum: int = 2,
+                   accum: int = 1,
                    iters: Optional[int] = None,
-                   compare_untrained: bool = True) -> dict:
+                   compare_untrained: bool = True,
+                   seed: Optional[int] = 0) -> dict:
     """Run the main job and return its summary (also written to JSON).
 
     Args:
@@ -182,10 +204,12 @@ def run_quickstart(work_dir: str,
         data_root (str): Where the generated dataset lives (made if
             missing). Defaults to 'data/nuscenes_synthetic'.
         gpus (int): Processes to train with. Defaults to 2.
-        accum (int): Gradient accumulation preset. Defaults to 2.
+        accum (int): Gradient accumulation preset. Defaults to 1 (none).
         iters (int, optional): Training iterations; the config's when None.
         compare_untrained (bool): Also evaluate the untrained model.
             Defaults to True.
+        seed (int, optional): Seed of the training run (``randomness``).
+            Defaults to 0.
     """
     start = time.time()
     work = Path(work_dir).resolve()
@@ -195,21 +219,29 @@ def run_quickstart(work_dir: str,
     root = prepare_synthetic_nuscenes(REPO_ROOT / data_root if not osp.isabs(
         data_root) else data_root)
 
+    accumulation = f'grad_accum_x{accum}' if accum > 1 else 'no accumulation'
     _say(f'2/4 training with {gpus} processes (torchrun, gloo), spawn '
-         f'workers, grad_accum_x{accum}, DDPUnusedParamHook')
-    config = write_job_config(work, Path(root), iters, accum)
+         f'workers, {accumulation}, seed {seed}, DDPUnusedParamHook')
+    config = write_job_config(work, Path(root), iters, accum, seed)
     train_distributed(config, work, gpus)
     checkpoint = (work / 'last_checkpoint').read_text().strip()
     log_dir = _last_log_dir(work)
 
     _say('3/4 evaluating on mini_val with nuscenes-devkit')
-    trained = evaluate(config, work / 'eval_trained', checkpoint)
-    untrained = (evaluate(config, work / 'eval_untrained', None)
+    trained, runner = evaluate(config, work / 'eval_trained', checkpoint)
+    untrained = (evaluate(config, work / 'eval_untrained', None)[0]
                  if compare_untrained else None)
 
     _say('4/4 reports')
     n_points = plot_loss(log_dir / 'vis_data' / 'scalars.json',
                          work / 'loss_curve.png')
+    bev = draw_bev(
+        predict_frame(runner, BEV_SAMPLE), NUSCENES_CLASSES,
+        work / 'bev_mini_val.png',
+        title=f'mini_val sample {BEV_SAMPLE}: ground truth (solid), '
+        'predictions (dashed, score >= 0.3)')
+    events = sorted(str(p) for p in log_dir.glob(
+        'vis_data/events.out.tfevents.*'))
     unused_path = log_dir / 'unused_params.json'
     unused = json.loads(unused_path.read_text()) if unused_path.exists() \
         else {}
@@ -231,6 +263,9 @@ def run_quickstart(work_dir: str,
         checkpoint=checkpoint,
         log_dir=str(log_dir),
         loss_curve=str(work / 'loss_curve.png'),
+        bev_figure=str(bev),
+        tensorboard=events,
+        seed=seed,
     )
     (work / 'quickstart_summary.json').write_text(
         json.dumps(summary, indent=2) + '\n')
@@ -250,6 +285,8 @@ def run_quickstart(work_dir: str,
     print(f'checkpoint : {checkpoint}')
     print(f'logs       : {log_dir}')
     print(f'loss curve : {summary["loss_curve"]}')
+    print(f'BEV frame  : {summary["bev_figure"]}')
+    print(f'tensorboard: {log_dir / "vis_data"} (tensorboard --logdir)')
     print(f'summary    : {work / "quickstart_summary.json"}')
     print(f'wall time  : {summary["wall_seconds"]} s')
     return summary

@@ -1,11 +1,12 @@
-"""Unused-parameter reports for DDP: classification, advice, table, preflight.
+"""Unused-parameter reports for DDP: classification, advice, table.
 
 :class:`~projects.mmdet3d_plugin.engine.hooks.DDPUnusedParamHook` records which
 parameters received no gradient in its checked iterations; this module turns
 those records into a report (a dict, written as ``unused_params.json``), a
 table for the log, and the cheapest ``find_unused_parameters`` setting that
-is correct. :func:`find_unused_parameters` runs the same check for a config
-in one process, before a multi-GPU job is launched.
+is correct. :func:`~projects.mmdet3d_plugin.apis.find_unused_parameters`
+runs the same check for a config in one process, before a multi-GPU job is
+launched.
 """
 import re
 from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple
