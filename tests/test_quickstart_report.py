@@ -40,3 +40,19 @@ def test_bev_figure_of_a_mini_val_frame(nus_synthetic, tmp_path):
     out = draw_bev(frame, NUSCENES_CLASSES, tmp_path / 'bev.png')
     assert out.stat().st_size > 10_000
     assert out.read_bytes()[:8] == b'\x89PNG\r\n\x1a\n'
+
+
+def test_demo_schedule_is_the_config_schedule_stretched():
+    from mmengine.config import Config
+
+    from projects.mmdet3d_plugin.apis.quickstart import (DEMO_ITERS,
+                                                         stretched_schedule)
+    cfg = Config.fromfile(str(CONFIG))
+    assert cfg.train_cfg.max_iters == 400
+    warmup, cosine = stretched_schedule(cfg, DEMO_ITERS)
+    assert (warmup['type'], warmup['begin'], warmup['end']) == (
+        'LinearLR', 0, DEMO_ITERS // 10)
+    assert (cosine['type'], cosine['begin'], cosine['end'],
+            cosine['T_max']) == ('CosineAnnealingLR', DEMO_ITERS // 10,
+                                 DEMO_ITERS, DEMO_ITERS - DEMO_ITERS // 10)
+    assert cosine['eta_min'] == cfg.param_scheduler[1]['eta_min']

@@ -8,7 +8,8 @@ sys.path.insert(0, osp.dirname(osp.dirname(osp.abspath(__file__))))
 
 from projects.mmdet3d_plugin.apis.errors import (  # noqa: E402
     add_debug_flag, run_tool)
-from projects.mmdet3d_plugin.apis.quickstart import run_quickstart  # noqa
+from projects.mmdet3d_plugin.apis.quickstart import (  # noqa: E402
+    DEMO_ITERS, run_quickstart)
 
 
 def parse_args():
@@ -20,10 +21,11 @@ def parse_args():
     parser.add_argument(
         '--accum', type=int, default=1, choices=[1, 2, 4, 8],
         help='gradient accumulation preset grad_accum_xN (default: 1, '
-        'none: the 400-iteration schedule is tuned for 4 samples per '
-        'update)')
-    parser.add_argument('--iters', type=int,
-                        help='training iterations (default: the config\'s)')
+        'none: the schedule is tuned for 4 samples per update)')
+    parser.add_argument(
+        '--iters', type=int, default=DEMO_ITERS,
+        help='training iterations; the config\'s one-cycle schedule is '
+        f'stretched to them (default: {DEMO_ITERS})')
     parser.add_argument('--seed', type=int, default=0,
                         help='seed of the training run (default: 0)')
     parser.add_argument('--skip-untrained', action='store_true',

@@ -20,6 +20,7 @@ from mmengine.runner import Runner
 
 from mmdet3d.registry import RUNNERS  # finds mmengine's runners too
 
+from ..constants import PLUGIN_MODULE as PLUGIN
 from ..compat.cpu_dist import init_cpu_dist
 from ..config.data_root import redirect_data_root
 from ..config.loading import add_cfg_options, load_config
@@ -28,8 +29,6 @@ from ..datasets.forkserver import setup_forkserver_preload
 from ..engine.amp import check_amp_supported
 from ..engine.hooks.atomic_checkpoint_hook import use_atomic_checkpoints
 from .errors import run_tool  # noqa: F401  used by tools/*.py
-
-PLUGIN = 'projects.mmdet3d_plugin'
 
 
 def _common_args(parser: argparse.ArgumentParser) -> None:

@@ -14,6 +14,7 @@ the same path a user runs on a cluster, on a laptop CPU in minutes:
    save the loss curve, a bird's-eye view of one ``mini_val`` frame and
    ``quickstart_summary.json``.
 """
+import copy
 import json
 import os
 import os.path as osp
@@ -24,6 +25,7 @@ import time
 from pathlib import Path
 from typing import Dict, Optional, Tuple
 
+from mmengine.config import Config
 from mmengine.runner import Runner
 
 from ..constants import NUSCENES_CLASSES, REPO_ROOT
@@ -37,6 +39,10 @@ from .launch import build_runner
 CONFIG = (REPO_ROOT / 'configs' / 'centerpoint' /
           'centerpoint_pillar_synthetic.py')
 METRIC_PREFIX = 'NuScenes metric/pred_instances_3d_NuScenes/'
+#: Training iterations of the demo: the config's 400-iteration one-cycle
+#: schedule stretched to 500 (mAP 0.56-0.60 after 400 on three seeds, close
+#: to the 0.55 the demo should always reach).
+DEMO_ITERS = 500
 #: The mini_val sample drawn in bird's-eye view.
 BEV_SAMPLE = 0
 
@@ -57,8 +63,6 @@ def derived_config(path: Path, base: Path, data_root: Path,
         presets (Sequence[str]): Preset names, merged later by
             ``load_config``.
     """
-    from mmengine.config import Config
-
     cfg = redirect_data_root(Config.fromfile(str(base)),
                              str(Path(data_root).resolve()))
     cfg.merge_from_dict(overrides)
@@ -66,6 +70,23 @@ def derived_config(path: Path, base: Path, data_root: Path,
         cfg.presets = list(presets)
     cfg.dump(str(path))
     return path
+
+
+def stretched_schedule(cfg: Config, iters: int) -> list:
+    """``cfg``'s iteration-based ``param_scheduler`` stretched from its
+    ``train_cfg.max_iters`` to ``iters`` (same warm-up share, same curve)."""
+    scale = iters / cfg.train_cfg.max_iters
+    schedulers = []
+    for scheduler in copy.deepcopy(cfg.param_scheduler):
+        if scheduler.get('by_epoch', True):
+            raise ValueError(
+                f'quickstart: --iters needs iteration-based schedulers; '
+                f'{scheduler["type"]} in {CONFIG.name} has by_epoch=True')
+        for key in ('begin', 'end', 'T_max'):
+            if key in scheduler:
+                scheduler[key] = int(round(scheduler[key] * scale))
+        schedulers.append(scheduler)
+    return schedulers
 
 
 def write_job_config(work_dir: Path, data_root: Path, iters: Optional[int],
@@ -94,6 +115,8 @@ def write_job_config(work_dir: Path, data_root: Path, iters: Optional[int],
     }
     if iters is not None:
         overrides['train_cfg'] = dict(max_iters=iters)
+        overrides['param_scheduler'] = stretched_schedule(
+            Config.fromfile(str(CONFIG)), iters)
         overrides['default_hooks'] = dict(
             checkpoint=dict(interval=iters))
     return derived_config(
@@ -194,7 +217,7 @@ def run_quickstart(work_dir: str,
                    data_root: str = 'data/nuscenes_synthetic',
                    gpus: int = 2,
                    accum: int = 1,
-                   iters: Optional[int] = None,
+                   iters: Optional[int] = DEMO_ITERS,
                    compare_untrained: bool = True,
                    seed: Optional[int] = 0) -> dict:
     """Run the main job and return its summary (also written to JSON).
@@ -205,7 +228,9 @@ def run_quickstart(work_dir: str,
             missing). Defaults to 'data/nuscenes_synthetic'.
         gpus (int): Processes to train with. Defaults to 2.
         accum (int): Gradient accumulation preset. Defaults to 1 (none).
-        iters (int, optional): Training iterations; the config's when None.
+        iters (int, optional): Training iterations, the config's schedule
+            stretched to them; the config's own when None. Defaults to
+            :data:`DEMO_ITERS`.
         compare_untrained (bool): Also evaluate the untrained model.
             Defaults to True.
         seed (int, optional): Seed of the training run (``randomness``).

@@ -4,6 +4,7 @@ import os.path as osp
 import sys
 from typing import Dict, List, Optional, Tuple
 
+from ...constants import CUSTOM_IMPORTS, PLUGIN_MODULE as PLUGIN
 from ...apis.launch import PluginDirCollisionError, load, plugin_dir_collision
 from ...config.data_root import redirect_data_root, unwrap_datasets
 from ...config.loading import load_config
@@ -16,7 +17,6 @@ from ..context import (CheckResult, DoctorContext, failed, one_line, passed,
                        warned)
 from .types import config_types, lookup, mmdet3d_registries
 
-PLUGIN = 'projects.mmdet3d_plugin'
 EVALUATORS = ('val_evaluator', 'test_evaluator')
 
 
@@ -69,9 +69,7 @@ def check_plugin(ctx: DoctorContext) -> CheckResult:
     ``projects/mmdet3d_plugin/`` has this package's module name)."""
     if PLUGIN not in sys.modules:
         return failed(
-            'config.plugin', f'{PLUGIN} is not imported',
-            f"custom_imports = dict(imports=['{PLUGIN}'], "
-            'allow_failed_imports=False)')
+            'config.plugin', f'{PLUGIN} is not imported', CUSTOM_IMPORTS)
     collision = plugin_dir_collision(ctx.cfg)
     if collision is not None:
         return failed('config.plugin', collision.detail, collision.fix)
@@ -95,8 +93,7 @@ def check_plugin(ctx: DoctorContext) -> CheckResult:
         return warned(
             'config.plugin', f'the config uses the plugin\'s {used} but does '
             'not import the plugin itself; only the plugin\'s tools will '
-            'find them', f"custom_imports = dict(imports=['{PLUGIN}'], "
-            'allow_failed_imports=False)')
+            'find them', CUSTOM_IMPORTS)
     how = 'custom_imports' if declared else 'the plugin\'s tools'
     uses = f'; the config uses {", ".join(used)}' if used else ''
     return passed('config.plugin', f'{PLUGIN} imported (by {how}){uses}')
