@@ -20,18 +20,22 @@ def unwrap_datasets(dataset) -> Iterator[dict]:
         yield from unwrap_datasets(inner)
 
 
+def _move_under(entry: dict, root: str, file_key: str) -> None:
+    """Set ``entry``'s ``data_root`` (if it has one) to ``root`` and move
+    the file in ``entry[file_key]`` (a full path) under it, by name."""
+    if 'data_root' in entry:
+        entry['data_root'] = root
+    if entry.get(file_key):
+        entry[file_key] = osp.join(root, osp.basename(entry[file_key]))
+
+
 def _redirect_db_sampler(dataset: dict, root: str) -> None:
     """``ObjectSample``'s ground-truth database moves with the data."""
     for transform in dataset.get('pipeline') or []:
         sampler = transform.get('db_sampler') if isinstance(
             transform, dict) else None
-        if not isinstance(sampler, dict):
-            continue
-        if 'data_root' in sampler:
-            sampler['data_root'] = root
-        if sampler.get('info_path'):
-            sampler['info_path'] = osp.join(
-                root, osp.basename(sampler['info_path']))
+        if isinstance(sampler, dict):
+            _move_under(sampler, root, 'info_path')
 
 
 def redirect_data_root(cfg: Config, data_root: str) -> Config:
@@ -70,11 +74,6 @@ def redirect_data_root(cfg: Config, data_root: str) -> Config:
         items: Union[list, tuple] = evaluators if isinstance(
             evaluators, (list, tuple)) else [evaluators]
         for evaluator in items:
-            if not isinstance(evaluator, (dict, ConfigDict)):
-                continue
-            if 'data_root' in evaluator:
-                evaluator['data_root'] = root
-            if evaluator.get('ann_file'):
-                evaluator['ann_file'] = osp.join(
-                    root, osp.basename(evaluator['ann_file']))
+            if isinstance(evaluator, (dict, ConfigDict)):
+                _move_under(evaluator, root, 'ann_file')
     return cfg
