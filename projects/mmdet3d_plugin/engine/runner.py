@@ -5,7 +5,7 @@ from mmengine.optim import OptimWrapper, OptimWrapperDict, _ParamScheduler
 from mmengine.runner import Runner
 from mmdet3d.registry import RUNNERS
 
-from ..config.optim_wrapper import accumulative_counts_of, is_multi_wrapper
+from ..config.optim_wrapper import is_multi_wrapper
 from ..config.presets import validate_optim_wrapper
 from .amp import check_amp_supported, warn_accumulation_with_batchnorm
 from .hooks.accumulation_resume_hook import AccumulationResumeHook
@@ -70,7 +70,7 @@ class PluginRunner(Runner):
         if isinstance(wrapper, OptimWrapper):
             return _accumulative_counts(wrapper)
         if isinstance(wrapper, dict) and not is_multi_wrapper(wrapper):
-            return accumulative_counts_of(dict(optim_wrapper=wrapper)) or 1
+            return int(wrapper.get('accumulative_counts', 1))
         return 1
 
     def build_optim_wrapper(

@@ -36,6 +36,14 @@ class TranslationState:
         """Remove ``key`` from the config and return its value."""
         return self.cfg.pop(key)
 
+    def pop_section(self, key: str) -> Optional[dict]:
+        """Remove the dict ``key`` from the config and return a copy of it;
+        None when the config has no ``key`` or sets it to None."""
+        if key not in self.cfg:
+            return None
+        section = self.pop(key)
+        return None if section is None else dict(section)
+
     def loop(self) -> Tuple[Optional[bool], Optional[int]]:
         """(by_epoch, max length) of the training loop, if known."""
         train_cfg = self.cfg.get('train_cfg') or {}

@@ -32,12 +32,10 @@ def translate_data(state: TranslationState) -> None:
             whose evaluator cannot be inferred, or a key of ``data`` with
             no translation.
     """
-    if 'data' not in state.cfg:
-        return
-    data = state.pop('data')
+    data = state.pop_section('data')
     if data is None:
         return
-    data = copy.deepcopy(dict(data))
+    data = copy.deepcopy(data)
     batch = data.pop('samples_per_gpu', None)
     workers = data.pop('workers_per_gpu', None)
     persistent = data.pop('persistent_workers', None)

@@ -21,12 +21,9 @@ def translate_checkpoint(state: TranslationState) -> None:
     Args:
         state (TranslationState): The translation in progress.
     """
-    if 'checkpoint_config' not in state.cfg:
-        return
-    conf = state.pop('checkpoint_config')
+    conf = state.pop_section('checkpoint_config')
     if conf is None:
         return
-    conf = dict(conf)
     for key in ('create_symlink', 'meta'):
         if key in conf:
             state.row(f'checkpoint_config.{key}', '(dropped)',
@@ -50,12 +47,9 @@ def translate_log_config(state: TranslationState) -> None:
     Raises:
         ValueError: For a logger hook type with no translation.
     """
-    if 'log_config' not in state.cfg:
-        return
-    conf = state.pop('log_config')
+    conf = state.pop_section('log_config')
     if conf is None:
         return
-    conf = dict(conf)
     hooks = state.cfg.setdefault('default_hooks', {})
     logger = dict(hooks.get('logger') or dict(type='LoggerHook'))
     if 'interval' in conf:

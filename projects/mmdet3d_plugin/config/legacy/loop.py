@@ -85,12 +85,9 @@ def translate_evaluation(state: TranslationState) -> None:
     Args:
         state (TranslationState): The translation in progress.
     """
-    if 'evaluation' not in state.cfg:
-        return
-    evaluation = state.pop('evaluation')
+    evaluation = state.pop_section('evaluation')
     if evaluation is None:
         return
-    evaluation = dict(evaluation)
     train_cfg = state.cfg.setdefault('train_cfg', {})
     if 'interval' in evaluation:
         train_cfg['val_interval'] = evaluation.pop('interval')
