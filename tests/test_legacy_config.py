@@ -17,6 +17,8 @@ from projects.mmdet3d_plugin.engine.amp import check_amp_supported
 from projects.mmdet3d_plugin.config.legacy.translator import (
     format_migration_table, translate_legacy)
 from projects.mmdet3d_plugin.config.legacy.translator import LEGACY_KEYS
+from projects.mmdet3d_plugin.config.data_root import redirect_data_root
+from upstream_configs import mmdet3d_0x_configs
 
 REPO = Path(__file__).resolve().parents[1]
 MMDET3D_CENTERPOINT = ('mmdet3d::centerpoint/centerpoint_pillar02_second_'
@@ -28,57 +30,17 @@ SNIPPET_ACCUM = (
     'cumulative_iters=4)\n')
 SNIPPET_FP16 = 'fp16 = dict(loss_scale=512.)\n'
 
-# mmdet3d 0.x configs/_base_/schedules/cyclic_20e.py, verbatim.
-CYCLIC_20E = """
-optimizer = dict(type='AdamW', lr=1e-4, weight_decay=0.01)
-optimizer_config = dict(grad_clip=dict(max_norm=35, norm_type=2))
-lr_config = dict(
-    policy='cyclic',
-    target_ratio=(10, 1e-4),
-    cyclic_times=1,
-    step_ratio_up=0.4,
-)
-momentum_config = dict(
-    policy='cyclic',
-    target_ratio=(0.85 / 0.95, 1),
-    cyclic_times=1,
-    step_ratio_up=0.4,
-)
-runner = dict(type='EpochBasedRunner', max_epochs=20)
-"""
+# mmdet3d 0.x's own files, read from its source package (upstream_configs).
+CYCLIC_20E = '_base_/schedules/cyclic_20e.py'
+SCHEDULE_2X = '_base_/schedules/schedule_2x.py'
+DEFAULT_RUNTIME = '_base_/default_runtime.py'
+PILLAR02_0X = ('centerpoint/centerpoint_02pillar_second_secfpn_4x8_cyclic_'
+               '20e_nus.py')
 
-# mmdet3d 0.x configs/_base_/schedules/schedule_2x.py, verbatim.
-SCHEDULE_2X = """
-optimizer = dict(type='AdamW', lr=0.001, weight_decay=0.01)
-optimizer_config = dict(grad_clip=dict(max_norm=35, norm_type=2))
-lr_config = dict(
-    policy='step',
-    warmup='linear',
-    warmup_iters=1000,
-    warmup_ratio=1.0 / 1000,
-    step=[20, 23])
-momentum_config = None
-runner = dict(type='EpochBasedRunner', max_epochs=24)
-"""
 
-# mmdet3d 0.x configs/_base_/default_runtime.py, verbatim.
-DEFAULT_RUNTIME = """
-checkpoint_config = dict(interval=1)
-log_config = dict(
-    interval=50,
-    hooks=[
-        dict(type='TextLoggerHook'),
-        dict(type='TensorboardLoggerHook')
-    ])
-dist_params = dict(backend='nccl')
-log_level = 'INFO'
-work_dir = None
-load_from = None
-resume_from = None
-workflow = [('train', 1)]
-opencv_num_threads = 0
-mp_start_method = 'fork'
-"""
+def upstream(path: str) -> str:
+    """The text of mmdet3d 0.x's ``configs/<path>``."""
+    return (mmdet3d_0x_configs() / path).read_text()
 
 
 def _write(tmp_path: Path, text: str, name: str = 'cfg.py') -> str:
@@ -173,7 +135,7 @@ def test_cyclic_follows_mmcv(tmp_path, max_epochs):
     epoch_len = 10
     path = _write(
         tmp_path,
-        _toy_0x(CYCLIC_20E,
+        _toy_0x(upstream(CYCLIC_20E),
                 f"runner = dict(type='EpochBasedRunner', "
                 f'max_epochs={max_epochs})', epoch_len))
     cfg, records = _train_records(path)
@@ -201,7 +163,8 @@ def test_cyclic_follows_mmcv(tmp_path, max_epochs):
 
 
 def test_step_with_warmup_follows_mmcv(tmp_path):
-    schedule = SCHEDULE_2X.replace('warmup_iters=1000', 'warmup_iters=15')
+    schedule = upstream(SCHEDULE_2X).replace('warmup_iters=1000',
+                                             'warmup_iters=15')
     schedule = schedule.replace('step=[20, 23]', 'step=[2, 3]')
     schedule = schedule.replace('max_epochs=24', 'max_epochs=4')
     path = _write(tmp_path, _toy_0x(schedule, ''))
@@ -235,7 +198,8 @@ def _default_runtime_checks(cfg):
 
 
 def test_full_0x_schedule_and_runtime(tmp_path):
-    cfg, rows = _translate(CYCLIC_20E + DEFAULT_RUNTIME, tmp_path)
+    cfg, rows = _translate(
+        upstream(CYCLIC_20E) + upstream(DEFAULT_RUNTIME), tmp_path)
     assert not set(LEGACY_KEYS) & set(cfg.keys())
     assert cfg.optim_wrapper == dict(
         type='OptimWrapper',
@@ -461,112 +425,17 @@ def test_refusals(tmp_path, text, match):
         _translate(text, tmp_path)
 
 
-# mmdet3d 0.x CenterPoint pillar nuScenes data settings, verbatim except for
-# data_root and a shorter sweep count.
-NUS_0X = """
-point_cloud_range = [-51.2, -51.2, -5.0, 51.2, 51.2, 3.0]
-class_names = [
-    'car', 'truck', 'construction_vehicle', 'bus', 'trailer', 'barrier',
-    'motorcycle', 'bicycle', 'pedestrian', 'traffic_cone'
-]
-dataset_type = 'NuScenesDataset'
-data_root = '{root}/'
-file_client_args = dict(backend='disk')
-input_modality = dict(
-    use_lidar=True,
-    use_camera=False,
-    use_radar=False,
-    use_map=False,
-    use_external=False)
-train_pipeline = [
-    dict(
-        type='LoadPointsFromFile',
-        coord_type='LIDAR',
-        load_dim=5,
-        use_dim=5,
-        file_client_args=file_client_args),
-    dict(
-        type='LoadPointsFromMultiSweeps',
-        sweeps_num=2,
-        use_dim=[0, 1, 2, 3, 4],
-        file_client_args=file_client_args,
-        pad_empty_sweeps=True,
-        remove_close=True),
-    dict(type='LoadAnnotations3D', with_bbox_3d=True, with_label_3d=True),
-    dict(type='PointsRangeFilter', point_cloud_range=point_cloud_range),
-    dict(type='ObjectRangeFilter', point_cloud_range=point_cloud_range),
-    dict(type='ObjectNameFilter', classes=class_names),
-    dict(type='PointShuffle'),
-    dict(type='DefaultFormatBundle3D', class_names=class_names),
-    dict(type='Collect3D', keys=['points', 'gt_bboxes_3d', 'gt_labels_3d'])
-]
-test_pipeline = [
-    dict(
-        type='LoadPointsFromFile',
-        coord_type='LIDAR',
-        load_dim=5,
-        use_dim=5,
-        file_client_args=file_client_args),
-    dict(
-        type='MultiScaleFlipAug3D',
-        img_scale=(1333, 800),
-        pts_scale_ratio=1,
-        flip=False,
-        transforms=[
-            dict(
-                type='GlobalRotScaleTrans',
-                rot_range=[0, 0],
-                scale_ratio_range=[1., 1.],
-                translation_std=[0, 0, 0]),
-            dict(type='RandomFlip3D'),
-            dict(
-                type='DefaultFormatBundle3D',
-                class_names=class_names,
-                with_label=False),
-            dict(type='Collect3D', keys=['points'])
-        ])
-]
-data = dict(
-    samples_per_gpu=4,
-    workers_per_gpu=4,
-    train=dict(
-        type='CBGSDataset',
-        dataset=dict(
-            type=dataset_type,
-            data_root=data_root,
-            ann_file=data_root + 'nuscenes_infos_train.pkl',
-            pipeline=train_pipeline,
-            classes=class_names,
-            test_mode=False,
-            use_valid_flag=True,
-            box_type_3d='LiDAR')),
-    val=dict(
-        type=dataset_type,
-        data_root=data_root,
-        ann_file=data_root + 'nuscenes_infos_val.pkl',
-        pipeline=test_pipeline,
-        classes=class_names,
-        modality=input_modality,
-        test_mode=True,
-        box_type_3d='LiDAR'),
-    test=dict(
-        type=dataset_type,
-        data_root=data_root,
-        ann_file=data_root + 'nuscenes_infos_val.pkl',
-        pipeline=test_pipeline,
-        classes=class_names,
-        modality=input_modality,
-        test_mode=True,
-        box_type_3d='LiDAR'))
-evaluation = dict(interval=20, pipeline=test_pipeline)
-"""
-
-
-def test_0x_nuscenes_data_builds(tmp_path, nus_synthetic):
+def test_0x_nuscenes_data_builds(nus_synthetic):
+    """mmdet3d 0.x's CenterPoint pillar config: its data settings build on
+    the generated data (moved there as --data-root does)."""
     root = str(nus_synthetic)
-    cfg, _ = _translate(NUS_0X.format(root=root), tmp_path)
+    cfg, _ = translate_legacy(
+        Config.fromfile(str(mmdet3d_0x_configs() / PILLAR02_0X)))
+    redirect_data_root(cfg, root)
     loader = cfg.train_dataloader
     assert (loader.batch_size, loader.num_workers) == (4, 4)
+    # 0.x's builder ignored the keys merged beside CBGSDataset's dataset.
+    assert set(loader.dataset) == {'type', 'dataset'}
     inner = loader.dataset.dataset
     assert inner.ann_file == 'nuscenes_infos_train.pkl'
     assert inner.metainfo.classes[0] == 'car'
@@ -574,6 +443,9 @@ def test_0x_nuscenes_data_builds(tmp_path, nus_synthetic):
         type='Pack3DDetInputs', keys=['points', 'gt_bboxes_3d',
                                       'gt_labels_3d'])
     assert inner.pipeline[0]['backend_args'] is None
+    sampler = inner.pipeline[3]['db_sampler']
+    assert sampler['points_loader']['backend_args'] is None
+    assert 'file_client_args' not in sampler['points_loader']
     assert cfg.val_dataloader.batch_size == 1
     assert cfg.val_evaluator == dict(
         type='NuScenesMetric', data_root=root + '/',

@@ -5,8 +5,11 @@ Usage::
     python tools/migrate_config.py OLD.py NEW.py [--no-plugin]
         [--cfg-options KEY=VALUE ...] [--debug]
 
-NEW.py has the presets merged, mmdet3d 0.x keys translated and no
-``presets`` key, so mmdet3d's own ``tools/train.py`` runs it. By default it
+NEW.py has the presets merged, mmdet3d 0.x keys translated (the model
+included: voxel layer to the data preprocessor, ``mmdet.`` scopes, renamed
+classes) and no ``presets`` key, so mmdet3d's own ``tools/train.py`` runs
+it. A 0.x model whose types no 1.x registry knows (a 0.x plugin's classes)
+is refused with their key paths. By default it
 keeps this plugin's runner (LR scaling that counts accumulation) and imports
 the plugin through ``custom_imports``; ``--no-plugin`` writes a config for
 stock mmdet3d without the plugin installed. A bad config prints one

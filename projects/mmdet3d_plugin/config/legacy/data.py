@@ -17,6 +17,15 @@ from .core import TranslationState, merge_or_replace
 
 _FORMAT_TRANSFORMS = ('DefaultFormatBundle3D', 'DefaultFormatBundle',
                       'Collect3D')
+#: Keys that mmdet3d 0.x's ``build_dataset`` read from each dataset
+#: wrapper; it ignored the rest (left there by merging a wrapper over a
+#: ``_base_`` dataset), which 1.x's wrappers would refuse.
+_WRAPPER_KEYS = {
+    'CBGSDataset': ('type', 'dataset'),
+    'RepeatDataset': ('type', 'dataset', 'times'),
+    'ClassBalancedDataset': ('type', 'dataset', 'oversample_thr'),
+    'ConcatDataset': ('type', 'datasets'),
+}
 _NUS_DATA_PREFIX = dict(
     pts='samples/LIDAR_TOP', img='', sweeps='sweeps/LIDAR_TOP')
 
@@ -150,6 +159,15 @@ def _evaluator(state: TranslationState, split: str, loader: Dict) -> None:
 def _dataset(state: TranslationState, dataset: Dict, where: str) -> Dict:
     """The dataset dict ``dataset`` (at ``where``) with 1.x keys."""
     dataset = dict(dataset)
+    kept = _WRAPPER_KEYS.get(dataset.get('type'))
+    if kept:
+        ignored = sorted(set(dataset) - set(kept))
+        if ignored:
+            for key in ignored:
+                dataset.pop(key)
+            state.row(f'{where}: {", ".join(ignored)}',
+                      f"(dropped: 0.x ignored them beside "
+                      f"type={dataset['type']!r})", '')
     if 'dataset' in dataset:
         dataset['dataset'] = _dataset(state, dataset['dataset'],
                                       f'{where}.dataset')
@@ -223,22 +241,24 @@ def _pipeline(state: TranslationState, pipeline, where: str):
 
 
 def backend_args(state: TranslationState, step: Dict, where: str) -> Dict:
-    """``file_client_args`` (mmcv FileClient) -> ``backend_args``."""
+    """``file_client_args`` (mmcv FileClient) -> ``backend_args``, in
+    ``step`` and in every dict nested in it (``db_sampler``,
+    ``db_sampler.points_loader``, ``transforms``, ...)."""
     if 'file_client_args' in step:
         args = step.pop('file_client_args')
         args = None if not args or dict(args).get('backend') == 'disk' \
             else dict(args)
         step['backend_args'] = args
         state.backend_args_places.append(where)
-    for key in ('db_sampler', ):
-        if isinstance(step.get(key), dict):
-            step[key] = backend_args(state, dict(step[key]),
-                                     f'{where}.{key}')
-    if isinstance(step.get('transforms'), list):
-        step['transforms'] = [
-            backend_args(state, dict(t), f'{where}.transforms')
-            for t in step['transforms']
-        ]
+    for key, value in step.items():
+        if isinstance(value, dict):
+            step[key] = backend_args(state, dict(value), f'{where}.{key}')
+        elif isinstance(value, (list, tuple)) and value and all(
+                isinstance(v, dict) for v in value):
+            step[key] = [
+                backend_args(state, dict(v), f'{where}.{key}')
+                for v in value
+            ]
     return step
 
 
@@ -252,14 +272,25 @@ def translate_top_level_pipelines(state: TranslationState) -> None:
     """
     for key in ('train_pipeline', 'test_pipeline', 'eval_pipeline'):
         pipeline = state.cfg.get(key)
-        if isinstance(pipeline, list) and any(
-                'file_client_args' in dict(s)
-                or dict(s).get('type') in _FORMAT_TRANSFORMS or any(
-                    dict(t).get('type') in _FORMAT_TRANSFORMS
-                    or 'file_client_args' in dict(t)
-                    for t in dict(s).get('transforms', []) or [])
-                for s in pipeline):
+        if not isinstance(pipeline, list):
+            continue
+        formatting = any(
+            dict(s).get('type') in _FORMAT_TRANSFORMS or any(
+                dict(t).get('type') in _FORMAT_TRANSFORMS
+                for t in dict(s).get('transforms', []) or [])
+            for s in pipeline)
+        if formatting or has_file_client_args(pipeline):
             state.cfg[key] = _pipeline(state, pipeline, key)
+
+
+def has_file_client_args(value) -> bool:
+    """Whether ``file_client_args`` is a key anywhere in ``value``."""
+    if isinstance(value, dict):
+        return 'file_client_args' in value or any(
+            has_file_client_args(v) for v in value.values())
+    if isinstance(value, (list, tuple)):
+        return any(has_file_client_args(v) for v in value)
+    return False
 
 
 def _join(root: str, path: str) -> str:

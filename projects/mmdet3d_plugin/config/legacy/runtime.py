@@ -9,7 +9,7 @@ and a top-level ``db_sampler``'s ``file_client_args`` becomes
 ``backend_args`` (:func:`.data.backend_args`).
 """
 from .core import TranslationState
-from .data import backend_args
+from .data import backend_args, has_file_client_args
 
 
 def translate_runtime(state: TranslationState) -> None:
@@ -24,7 +24,7 @@ def translate_runtime(state: TranslationState) -> None:
         cfg['default_scope'] = 'mmdet3d'
         state.row('(none)', 'default_scope', 'mmdet3d')
     if isinstance(cfg.get('db_sampler'), dict) and \
-            'file_client_args' in cfg['db_sampler']:
+            has_file_client_args(cfg['db_sampler']):
         cfg['db_sampler'] = backend_args(state, dict(cfg['db_sampler']),
                                          'db_sampler')
     if 'workflow' in cfg:

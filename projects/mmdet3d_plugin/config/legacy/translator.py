@@ -1,4 +1,4 @@
-"""Translate mmdet3d 0.x (mmcv 1.x) runtime and schedule keys to mmengine's.
+"""Translate mmdet3d 0.x (mmcv 1.x) configs, model included, to 1.x.
 
 Posts and old configs carry keys that the mmengine line ignores or rejects::
 
@@ -17,18 +17,21 @@ what to write instead, what has no faithful mmengine equivalent. A config
 that mixes a 1.x ``_base_`` with 0.x keys of its own is merged: the 0.x keys
 win where they say something, the rest of the 1.x settings stays.
 
-Model definitions are not translated: take the model and dataset pipeline
-from an mmdet3d 1.x config (``_base_``). Dataset dicts get the mechanical
-changes only (``classes`` -> ``metainfo``, ``ann_file`` relative to
-``data_root``, ``DefaultFormatBundle3D`` + ``Collect3D`` ->
-``Pack3DDetInputs``); 0.x info files must be regenerated with mmdet3d 1.x's
-``tools/create_data.py`` (or updated with
+The model is translated as mmdet3d's own 1.x configs rewrote theirs
+(:mod:`.model`: voxel layers into the data preprocessor, ``mmdet.``
+scopes, renamed classes and arguments); a type that no 1.x registry knows
+is refused with its key path. Dataset dicts get the mechanical changes only
+(``classes`` -> ``metainfo``, ``ann_file`` relative to ``data_root``,
+``DefaultFormatBundle3D`` + ``Collect3D`` -> ``Pack3DDetInputs``, nested
+``file_client_args`` -> ``backend_args``); 0.x info files must be
+regenerated with mmdet3d 1.x's ``tools/create_data.py`` (or updated with
 ``tools/dataset_converters/update_infos_to_v2.py``).
 
 The work is split by config section: :mod:`.optimizer`, :mod:`.loop`,
-:mod:`.schedule`, :mod:`.hooks`, :mod:`.data` and :mod:`.runtime` each
-rewrite their keys on a shared :class:`.core.TranslationState`; this module
-holds the entry points and runs the sections in order.
+:mod:`.schedule`, :mod:`.hooks`, :mod:`.data`, :mod:`.model` and
+:mod:`.runtime` each rewrite their keys on a shared
+:class:`.core.TranslationState`; this module holds the entry points and
+runs the sections in order.
 """
 import copy
 from typing import List, Tuple
@@ -39,6 +42,7 @@ from .core import Row, TranslationState
 from .data import translate_data, translate_top_level_pipelines
 from .hooks import translate_checkpoint, translate_log_config
 from .loop import translate_evaluation, translate_runner
+from .model import is_legacy_model, translate_model
 from .optimizer import translate_optimizer
 from .runtime import translate_runtime
 from .schedule import translate_schedulers
@@ -58,10 +62,13 @@ LEGACY_KEYS = ('optimizer', 'optimizer_config', 'fp16', 'lr_config',
 def has_legacy_keys(cfg) -> bool:
     """Whether ``cfg`` holds any key of :data:`LEGACY_KEYS`.
 
-    ``find_unused_parameters`` beside a ``model_wrapper_cfg`` counts too.
+    ``find_unused_parameters`` beside a ``model_wrapper_cfg`` counts too,
+    and so do a 0.x ``plugin_dir`` and a model with a voxel layer
+    (:func:`.model.is_legacy_model`).
     """
     return any(key in cfg for key in LEGACY_KEYS) or (
-        'find_unused_parameters' in cfg and bool(cfg.get('model_wrapper_cfg')))
+        'find_unused_parameters' in cfg and bool(cfg.get('model_wrapper_cfg'))
+    ) or 'plugin_dir' in cfg or is_legacy_model(cfg.get('model'))
 
 
 def translate_legacy(cfg: Config) -> Tuple[Config, List[Row]]:
@@ -102,6 +109,7 @@ def translate_legacy(cfg: Config) -> Tuple[Config, List[Row]]:
     translate_log_config(state)
     translate_data(state)
     translate_top_level_pipelines(state)
+    translate_model(state)
     translate_runtime(state)
     places = state.backend_args_places
     if places:
