@@ -14,3 +14,14 @@ NUSCENES_CLASSES = ('car', 'truck', 'construction_vehicle', 'bus', 'trailer',
 #: The config line that imports the plugin.
 CUSTOM_IMPORTS = (f"custom_imports = dict(imports=['{PLUGIN_MODULE}'], "
                   'allow_failed_imports=False)')
+#: File that a failed distributed run's root-cause report is written to,
+#: inside the work dir (the launchers print the same report last).
+FAILURE_REPORT_NAME = 'failure_report.json'
+#: File that ``DistWatchdogHook`` writes when it finds a hang (in the
+#: runner's ``log_dir``).
+HANG_REPORT_NAME = 'hang_report.txt'
+#: How the message in a rank's torch elastic error file starts when
+#: ``DistWatchdogHook`` ended the rank because of a hang.
+HANG_MESSAGE_PREFIX = 'DistWatchdogHook: hang'
+#: Exit status of a rank that ``DistWatchdogHook`` ended (EX_TEMPFAIL).
+HANG_EXIT_CODE = 75

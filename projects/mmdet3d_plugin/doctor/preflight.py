@@ -11,7 +11,8 @@ it starts), the checks that otherwise fail hours into a distributed job:
   its registry, data paths exist, info files are mmdet3d 1.x;
 - data: the train and val datasets build and pickle for the start method
   (offending attribute paths named), a real DataLoader delivers its first
-  batch;
+  batch, and free ``/dev/shm`` and host RAM hold what the node's workers
+  need, from that batch's bytes and the workers' measured memory;
 - model: the Runner builds, N train iterations run, and parameters unused
   in all or some iterations are named with the ``find_unused_parameters``
   setting DDP needs;
@@ -49,7 +50,7 @@ from ..apis.launch import train_parser
 from ..config.loading import add_cfg_options
 from ..config.presets import add_train_flags
 from .checks import config as cfg_
-from .checks import data, dist, env, model, optim, types
+from .checks import data, dist, env, memory, model, optim, types
 from .context import (CheckResult, DoctorContext, DoctorOptions, FAIL, PASS,
                       WARN)
 
@@ -171,6 +172,8 @@ def _checks() -> List:
          ('dataset.val', 'start_method'), ()),
         ('data.first_batch', data.check_first_batch,
          ('dataset.train', 'start_method'), ('train_iterator', )),
+        ('data.shm', memory.check_shm, ('train_iterator', ), ()),
+        ('data.host_ram', memory.check_host_ram, ('train_iterator', ), ()),
         ('model.build', model.check_build, cfg, ('runner', )),
         ('model.train', model.check_train, ('runner', 'dataset.train'),
          ('train_stats', )),

@@ -4,7 +4,8 @@ from ..config.optim_wrapper import accumulative_counts_of
 from .amp import (AmpUnsupportedError, check_amp_supported,
                   warn_accumulation_with_batchnorm)
 from .hooks import (AccumulationResumeHook, AtomicCheckpointHook,
-                    DDPUnusedParamHook, use_atomic_checkpoints)
+                    DDPUnusedParamHook, DistWatchdogHook,
+                    use_atomic_checkpoints)
 from .lr_scaling import effective_batch_size, effective_lr, lr_scale_factor
 from .optimizers import BF16AmpOptimWrapper
 from .ports import free_port
@@ -12,8 +13,8 @@ from .runner import PluginRunner
 
 __all__ = [
     'AccumulationResumeHook', 'AmpUnsupportedError', 'AtomicCheckpointHook',
-    'BF16AmpOptimWrapper', 'DDPUnusedParamHook', 'PluginRunner',
-    'accumulative_counts_of', 'check_amp_supported', 'effective_batch_size',
-    'effective_lr', 'free_port', 'lr_scale_factor', 'use_atomic_checkpoints',
-    'warn_accumulation_with_batchnorm'
+    'BF16AmpOptimWrapper', 'DDPUnusedParamHook', 'DistWatchdogHook',
+    'PluginRunner', 'accumulative_counts_of', 'check_amp_supported',
+    'effective_batch_size', 'effective_lr', 'free_port', 'lr_scale_factor',
+    'use_atomic_checkpoints', 'warn_accumulation_with_batchnorm'
 ]

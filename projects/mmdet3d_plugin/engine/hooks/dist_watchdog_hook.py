@@ -1,0 +1,233 @@
+"""Finds hung ranks, says where they are stuck, and ends the job."""
+from typing import Optional
+
+import torch.distributed as torch_dist
+from mmengine.dist import get_dist_info
+from mmengine.hooks import Hook
+
+from mmdet3d.registry import HOOKS
+from ...constants import HANG_EXIT_CODE, HANG_REPORT_NAME
+from ..watchdog.monitor import HangMonitor, new_watchdog_group
+from ..watchdog.verdict import PHASES
+
+ACTIONS = ('abort', 'report')
+_TRAIN, _VAL, _TEST = (PHASES.index(p) for p in ('train', 'val', 'test'))
+#: NCCL's own watchdog timeout when the config sets none (torch >= 2.2).
+NCCL_DEFAULT_TIMEOUT = 600
+
+
+def _check_seconds(name: str, value, example: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or \
+            not value > 0:
+        raise ValueError(
+            f'DistWatchdogHook: {name} must be a number of seconds > 0, got '
+            f'{value!r} ({type(value).__name__}); e.g. {example}')
+    return float(value)
+
+
+@HOOKS.register_module()
+class DistWatchdogHook(Hook):
+    """End a distributed job whose ranks stopped making progress, saying
+    which rank is stuck where.
+
+    A rank that hangs (a deadlocked DataLoader, a collective that only some
+    ranks call, a stuck file system, an infinite loop) otherwise shows
+    nothing until NCCL's watchdog aborts every rank without a Python stack,
+    or never. This hook runs a thread per rank that, every ``interval``
+    seconds, all-gathers each rank's progress over a gloo group of its own,
+    so it keeps working while the Runner thread is blocked, in train, val
+    and test loops, under gloo and NCCL, and with a single process.
+
+    When a rank has not finished an iteration (nor entered a loop or epoch)
+    for ``timeout`` seconds, which also covers ranks drifting apart, every
+    rank dumps all its threads' Python stacks (``faulthandler``), the stacks
+    are gathered and rank 0 writes ``<log_dir>/hang_report.txt``: each
+    rank's loop, iteration, idle time and innermost frame, which ranks are
+    stuck (not waiting for the others, or behind them) and which wait in a
+    collective, and all stacks. Then, with ``action='abort'``, every rank
+    writes its torch elastic error file (the message starts with
+    ``HANG_MESSAGE_PREFIX`` and names the stuck ranks and their
+    ``file:line in function``; torchrun's summary and the launcher's report
+    print it), kills its DataLoader workers and exits with status
+    ``HANG_EXIT_CODE`` (75). With ``action='report'`` training goes on and
+    the next report follows only after progress resumed and stopped again.
+
+    Outside a hang the Runner thread stores one tuple per iteration (about
+    a microsecond; ``benchmarks/bench_watchdog.py``).
+
+    ``timeout`` must exceed the longest stretch without a finished
+    iteration in a healthy run: the first iteration (DataLoader start-up),
+    checkpoint saving and evaluation (rank 0 computes the nuScenes metrics
+    while the others wait). Under NCCL keep it below the process group's
+    timeout (``env_cfg.dist_cfg.timeout``; torch's NCCL default is 600 s),
+    or NCCL aborts first, without stacks; the hook warns when it is not.
+
+    Args:
+        timeout (float): Seconds without progress that count as a hang.
+            Defaults to 1800.
+        action (str): 'abort' (report, then end every rank) or 'report'
+            (report, keep running). Defaults to 'abort'.
+        interval (float, optional): Seconds between the watchdog's rounds.
+            Defaults to None: ``min(timeout / 4, 10)``.
+
+    Examples:
+        >>> custom_hooks = [
+        ...     dict(type='DistWatchdogHook', timeout=1800, action='abort')
+        ... ]
+    """
+
+    # Marks progress after the other hooks of an iteration (checkpoint
+    # saving, logging) are done, and joins the other ranks last.
+    priority = 'LOWEST'
+
+    def __init__(self,
+                 timeout: float = 1800,
+                 action: str = 'abort',
+                 interval: Optional[float] = None) -> None:
+        self.timeout = _check_seconds('timeout', timeout, 'timeout=1800')
+        if action not in ACTIONS:
+            raise ValueError(
+                f'DistWatchdogHook: action must be one of {ACTIONS}, got '
+                f"{action!r}; 'abort' ends a hung job (exit status "
+                f"{HANG_EXIT_CODE}), 'report' only writes {HANG_REPORT_NAME}")
+        self.action = action
+        if interval is None:
+            interval = min(self.timeout / 4, 10.0)
+        self.interval = _check_seconds('interval', interval, 'interval=10')
+        if self.interval > self.timeout:
+            raise ValueError(
+                f'DistWatchdogHook: interval ({interval!r} s) must not exceed '
+                f'timeout ({timeout!r} s); leave interval=None for '
+                'min(timeout / 4, 10)')
+        self.monitor: Optional[HangMonitor] = None
+        self._group = None
+        self._in_train = False
+
+    def before_run(self, runner) -> None:
+        """Create the watchdog's gloo group (once) and start its thread.
+
+        Args:
+            runner (Runner): The runner.
+        """
+        rank, world_size = get_dist_info()
+        if self.monitor is None:
+            self._group = new_watchdog_group(world_size, self.timeout,
+                                             self.interval)
+            self.monitor = HangMonitor(
+                self.timeout,
+                self.interval,
+                self.action,
+                runner.log_dir,
+                runner.logger,
+                group=self._group,
+                rank=rank,
+                world_size=world_size)
+            self._warn_nccl_timeout(runner)
+        self.monitor.mark(PHASES.index('start'), 0, finished=0)
+        self.monitor.start()
+        runner.logger.info(
+            f'DistWatchdogHook: watching {world_size} rank(s): a rank '
+            f'without progress for {self.timeout:g} s is reported (checked '
+            f'every {self.interval:g} s; action={self.action})')
+
+    def _warn_nccl_timeout(self, runner) -> None:
+        if not (torch_dist.is_available() and torch_dist.is_initialized()):
+            return
+        if 'nccl' not in str(torch_dist.get_backend()).lower():
+            return
+        cfg = getattr(runner, 'cfg', None) or {}
+        dist_cfg = (cfg.get('env_cfg') or {}).get('dist_cfg') or {}
+        nccl_timeout = float(dist_cfg.get('timeout') or NCCL_DEFAULT_TIMEOUT)
+        if self.timeout + self.interval >= nccl_timeout:
+            runner.logger.warning(
+                f'DistWatchdogHook: timeout={self.timeout:g} s is not below '
+                f'the NCCL timeout of the process group ({nccl_timeout:g} s'
+                f'{"" if dist_cfg.get("timeout") else ", torch default"}); '
+                'NCCL would abort a hung job first, without stacks. Set '
+                f'timeout to about {nccl_timeout / 2:g}, or raise '
+                'env_cfg.dist_cfg.timeout')
+
+    def after_run(self, runner) -> None:
+        """Wait for the other ranks to finish (or for a hang to be handled).
+
+        Args:
+            runner (Runner): The runner.
+        """
+        if self.monitor is not None:
+            self.monitor.finish()
+
+    # -- progress: loops and epochs ----------------------------------------
+
+    def before_train(self, runner) -> None:
+        """Mark progress (entering the train loop)."""
+        self._in_train = True
+        self.monitor.mark(_TRAIN, runner.iter, finished=0)
+
+    def after_train(self, runner) -> None:
+        """Mark progress (leaving the train loop)."""
+        self._in_train = False
+        self.monitor.mark(_TRAIN, runner.iter, finished=0)
+
+    def before_train_epoch(self, runner) -> None:
+        """Mark progress (an epoch starts)."""
+        self.monitor.mark(_TRAIN, runner.iter, finished=0)
+
+    def after_train_epoch(self, runner) -> None:
+        """Mark progress (an epoch ended)."""
+        self.monitor.mark(_TRAIN, runner.iter, finished=0)
+
+    def before_val(self, runner) -> None:
+        """Mark progress (entering the val loop)."""
+        self.monitor.mark(_VAL, 0, finished=0)
+
+    def before_val_epoch(self, runner) -> None:
+        """Mark progress (the val epoch starts)."""
+        self.monitor.mark(_VAL, 0, finished=0)
+
+    def after_val_epoch(self, runner, metrics=None) -> None:
+        """Mark progress (metrics computed)."""
+        self.monitor.mark(_VAL, self.monitor.progress[2], finished=0)
+
+    def after_val(self, runner) -> None:
+        """Mark progress (back to the train loop, if any)."""
+        phase = _TRAIN if self._in_train else _VAL
+        self.monitor.mark(phase, runner.iter if self._in_train else
+                          self.monitor.progress[2], finished=0)
+
+    def before_test(self, runner) -> None:
+        """Mark progress (entering the test loop)."""
+        self.monitor.mark(_TEST, 0, finished=0)
+
+    def before_test_epoch(self, runner) -> None:
+        """Mark progress (the test epoch starts)."""
+        self.monitor.mark(_TEST, 0, finished=0)
+
+    def after_test_epoch(self, runner, metrics=None) -> None:
+        """Mark progress (metrics computed)."""
+        self.monitor.mark(_TEST, self.monitor.progress[2], finished=0)
+
+    # -- progress: iterations (the hot path) -------------------------------
+
+    def after_train_iter(self,
+                         runner,
+                         batch_idx: int,
+                         data_batch=None,
+                         outputs=None) -> None:
+        """Mark a finished train iteration."""
+        self.monitor.mark(_TRAIN, runner.iter + 1)
+
+    def after_val_iter(self,
+                       runner,
+                       batch_idx: int,
+                       data_batch=None,
+                       outputs=None) -> None:
+        """Mark a finished val iteration."""
+        self.monitor.mark(_VAL, batch_idx + 1)
+
+    def after_test_iter(self,
+                        runner,
+                        batch_idx: int,
+                        data_batch=None,
+                        outputs=None) -> None:
+        """Mark a finished test iteration."""
+        self.monitor.mark(_TEST, batch_idx + 1)

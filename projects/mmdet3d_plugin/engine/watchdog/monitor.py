@@ -1,0 +1,255 @@
+"""The watchdog thread: a round of status gathering every few seconds.
+
+Each rank runs one :class:`HangMonitor` thread. Every ``interval`` seconds
+the threads all-gather the ranks' progress (:class:`~.verdict.RankStatus`)
+over a gloo group of their own. The group and the thread are separate from
+the Runner's, so the rounds go on while the Runner thread is stuck in user
+code, in a DataLoader or in a collective of the default group (gloo or
+NCCL). When a rank has been idle for ``timeout`` seconds, every rank dumps
+its stacks, the stacks are gathered, every rank reaches the same verdict
+(:func:`~.verdict.find_stuck`), rank 0 writes the report and, with
+``action='abort'``, every rank writes its torch elastic error file and
+exits with ``HANG_EXIT_CODE``.
+
+The Runner thread only stores a tuple per iteration (:meth:`mark`).
+"""
+import datetime
+import os
+import socket
+import threading
+import time
+from typing import Callable, Dict, Optional, Tuple
+
+import torch
+import torch.distributed as torch_dist
+
+from ...constants import HANG_EXIT_CODE, HANG_REPORT_NAME
+from ...fileio.atomic import atomic_write
+from .abort import DistWatchdogHang, HangErrorHandler, end_process
+from .stacks import dump_all_threads, main_thread_frames
+from .verdict import (PHASES, RankStacks, RankStatus, find_stuck, hang_found,
+                      format_report, hang_message, stuck_callstack)
+
+_DONE = PHASES.index('done')
+
+
+def _is_timeout(err: BaseException) -> bool:
+    text = str(err).lower()
+    return 'timed out' in text or 'timeout' in text
+
+
+class HangMonitor:
+    """Watches the progress of this rank and, over gloo, of the others.
+
+    Args:
+        timeout (float): Seconds a rank may go without progress.
+        interval (float): Seconds between rounds.
+        action (str): 'abort' or 'report'.
+        log_dir (str): Folder of ``hang_report.txt``.
+        logger (logging.Logger): Where to log (the Runner's logger).
+        group (ProcessGroup, optional): The gloo group of the rounds; None
+            for a single process.
+        rank (int): This rank.
+        world_size (int): Number of ranks.
+        exit_fn (callable): Ends the process (tests of 'abort' in one
+            process pass their own). Defaults to :func:`end_process`.
+    """
+
+    def __init__(self,
+                 timeout: float,
+                 interval: float,
+                 action: str,
+                 log_dir: str,
+                 logger,
+                 group=None,
+                 rank: int = 0,
+                 world_size: int = 1,
+                 exit_fn: Callable[[int], None] = end_process) -> None:
+        self.timeout = timeout
+        self.interval = interval
+        self.action = action
+        self.log_dir = log_dir
+        self.logger = logger
+        self.group = group
+        self.rank = rank
+        self.world_size = world_size
+        self.exit_fn = exit_fn
+        self.report_path = os.path.join(log_dir, HANG_REPORT_NAME)
+        self.main_ident = threading.get_ident()
+        #: (finished iterations, phase code, iteration, monotonic time);
+        #: replaced as a whole, so the thread reads a consistent tuple.
+        self.progress: Tuple[int, int, int, float] = (0, 0, 0,
+                                                      time.monotonic())
+        self.reports = 0
+        self.last_verdict = None
+        self._reported = False
+        self._wake = threading.Event()
+        self._stopping = False
+        self._thread: Optional[threading.Thread] = None
+
+    # -- Runner thread -----------------------------------------------------
+
+    def mark(self, phase: int, iteration: int, finished: int = 1) -> None:
+        """Record progress (called by the hook, on the Runner thread).
+
+        Args:
+            phase (int): Index into :data:`~.verdict.PHASES`.
+            iteration (int): Iteration the rank is now in.
+            finished (int): Iterations just finished (0 for a loop or
+                epoch boundary). Defaults to 1.
+        """
+        self.progress = (self.progress[0] + finished, phase, iteration,
+                         time.monotonic())
+
+    def start(self) -> None:
+        """Start the thread (once)."""
+        if self._thread is not None:
+            return
+        self.main_ident = threading.get_ident()
+        self._stopping = False
+        self._wake.clear()
+        self._reported = False
+        self._thread = threading.Thread(
+            target=self._run, name='DistWatchdogHook', daemon=True)
+        self._thread.start()
+
+    def finish(self) -> None:
+        """Mark this rank done and wait until every rank is (or a hang is
+        handled, which may end the process)."""
+        self.mark(_DONE, self.progress[2], finished=0)
+        self._stopping = True
+        self._wake.set()
+        if self._thread is not None:
+            self._thread.join(timeout=self._group_timeout() + self.interval)
+            self._thread = None
+
+    def _group_timeout(self) -> float:
+        return max(self.timeout, 2 * self.interval + 30)
+
+    # -- watchdog thread ---------------------------------------------------
+
+    def status(self) -> RankStatus:
+        """This rank's status now."""
+        count, phase, iteration, stamp = self.progress
+        return RankStatus(self.rank, count, PHASES[phase], iteration,
+                          time.monotonic() - stamp, phase == _DONE)
+
+    def _run(self) -> None:
+        while True:
+            if not self._stopping:
+                self._wake.wait(self.interval)
+            try:
+                statuses = self.gather_statuses()
+            except RuntimeError as err:
+                if not _is_timeout(err):
+                    # A peer left (it raised, or was killed): not a hang,
+                    # and torchrun ends the job.
+                    self.logger.warning(
+                        f'DistWatchdogHook: rank {self.rank} lost the other '
+                        f'ranks ({type(err).__name__}: {str(err)[:200]}); '
+                        'the watchdog stops')
+                    return
+                self._handle_hang({self.rank: self.status()}, gathered=False)
+                return
+            if all(s.done for s in statuses.values()):
+                return
+            if hang_found(statuses.values(), self.timeout):
+                if not self._reported:
+                    self._handle_hang(statuses, gathered=True)
+                    self._reported = True
+            else:
+                self._reported = False
+
+    def gather_statuses(self) -> Dict[int, RankStatus]:
+        """All ranks' statuses (a collective on the watchdog group).
+
+        Raises:
+            RuntimeError: From gloo, when a peer left or timed out.
+        """
+        mine = self.status()
+        if self.group is None:
+            return {self.rank: mine}
+        local = torch.tensor(mine.to_row(), dtype=torch.float64)
+        rows = [torch.empty_like(local) for _ in range(self.world_size)]
+        torch_dist.all_gather(rows, local, group=self.group)
+        return {
+            r: RankStatus.from_row(r, row.tolist())
+            for r, row in enumerate(rows)
+        }
+
+    def _gather_stacks(self, gathered: bool) -> Dict[int, RankStacks]:
+        mine = RankStacks(self.rank, socket.gethostname(), os.getpid(),
+                          main_thread_frames(self.main_ident),
+                          dump_all_threads(self.main_ident))
+        if self.group is None or not gathered:
+            return {self.rank: mine}
+        everyone = [None] * self.world_size
+        try:
+            torch_dist.all_gather_object(everyone, mine, group=self.group)
+        except RuntimeError as err:
+            self.logger.warning(
+                f'DistWatchdogHook: gathering the stacks failed '
+                f'({type(err).__name__}: {str(err)[:200]}); reporting rank '
+                f'{self.rank} only')
+            return {self.rank: mine}
+        return {s.rank: s for s in everyone if s is not None}
+
+    def _barrier(self) -> None:
+        if self.group is None:
+            return
+        try:
+            self.gather_statuses()
+        except RuntimeError:
+            pass
+
+    def _handle_hang(self, statuses: Dict[int, RankStatus],
+                     gathered: bool) -> None:
+        """Report (and with 'abort' end) a hang; runs on every rank."""
+        stacks = self._gather_stacks(gathered)
+        verdict = find_stuck(statuses, stacks, self.world_size, self.timeout)
+        # Rank 0 writes the report; a rank that could not reach the others
+        # writes its own next to it.
+        writer = self.rank == min(stacks)
+        name = HANG_REPORT_NAME if gathered or self.rank == 0 else \
+            HANG_REPORT_NAME.replace('.txt', f'.rank{self.rank}.txt')
+        report_path = os.path.join(self.log_dir, name)
+        message = hang_message(verdict, statuses, stacks, self.timeout,
+                               report_path)
+        self.last_verdict = verdict
+        if writer:
+            os.makedirs(self.log_dir, exist_ok=True)
+            atomic_write(
+                format_report(verdict, statuses, stacks, self.world_size,
+                              self.timeout, self.action, message),
+                report_path,
+                durable=False)
+        self.reports += 1
+        if self.action == 'report':
+            self.logger.error(message + ' (action=report: training goes '
+                              'on; the next report comes after progress '
+                              'resumes and stops again)')
+            return
+        self.logger.error(message + f' Ending rank {self.rank} with exit '
+                          f'status {HANG_EXIT_CODE}.')
+        HangErrorHandler().record_exception(
+            DistWatchdogHang(message,
+                             stuck_callstack(verdict, stacks, message),
+                             stuck_ranks=verdict.stuck,
+                             hang_report=report_path))
+        # Every rank has written its files before any exits (torchrun stops
+        # the others once one exits).
+        self._barrier()
+        self.exit_fn(HANG_EXIT_CODE)
+
+
+def new_watchdog_group(world_size: int, timeout: float, interval: float):
+    """A gloo group for the rounds; None without a process group.
+
+    Called on every rank at the same point (a collective itself).
+    """
+    if world_size < 2 or not (torch_dist.is_available()
+                              and torch_dist.is_initialized()):
+        return None
+    seconds = max(timeout, 2 * interval + 30)
+    return torch_dist.new_group(
+        backend='gloo', timeout=datetime.timedelta(seconds=seconds))
