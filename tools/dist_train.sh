@@ -5,6 +5,8 @@
 # node). Without CUDA the processes train on CPU over gloo.
 # DOCTOR=1 runs tools/doctor.py on the config and the train.py args first,
 # and stops on a failure.
+# When ranks fail, a root-cause report is printed last (tools/dist_run.py,
+# tools/failure_report.py) and saved as <work_dir>/failure_report.json.
 set -euo pipefail
 
 CONFIG=$1
@@ -17,6 +19,12 @@ PYTHON=${PYTHON:-python}
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 
 export PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}"
+# Error files of this launch: <work_dir>/torchrun_logs/<date>_<host>_<pid>/
+# (tools/dist_run.py), or a folder of its own under $TORCHRUN_LOG_DIR.
+LOG_DIR_ARG=()
+if [ -n "${TORCHRUN_LOG_DIR:-}" ]; then
+  LOG_DIR_ARG=(--log-dir="$TORCHRUN_LOG_DIR/$(date +%Y%m%d_%H%M%S)_$$")
+fi
 
 if [ "${DOCTOR:-0}" = 1 ] && [ "$NODE_RANK" = 0 ]; then
   "$PYTHON" "$ROOT/tools/doctor.py" "$CONFIG" --world-size $((NNODES * GPUS)) \
@@ -24,7 +32,8 @@ if [ "${DOCTOR:-0}" = 1 ] && [ "$NODE_RANK" = 0 ]; then
     || { echo "dist_train.sh: tools/doctor.py found a failure; fix it or run without DOCTOR=1" >&2; exit 1; }
 fi
 
-exec "$PYTHON" -m torch.distributed.run \
+exec "$PYTHON" "$ROOT/tools/dist_run.py" \
+    ${LOG_DIR_ARG[@]+"${LOG_DIR_ARG[@]}"} \
     --nnodes="$NNODES" \
     --node_rank="$NODE_RANK" \
     --master_addr="$MASTER_ADDR" \

@@ -15,7 +15,15 @@ PYTHON=${PYTHON:-python}
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 
 export PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}"
+# Each task writes its torch elastic error file (and rank_info.json) to
+# $LOG_DIR/<rank>/; after srun, tools/failure_report.py explains a failure.
+LOG_DIR="${FAILURE_LOG_DIR:-work_dirs/slurm_error_files/$(date +%Y%m%d_%H%M%S)_$$}"
+mkdir -p "$LOG_DIR"
+# Run inside each task: its own error file, then the command.
+# shellcheck disable=SC2016
+PER_TASK='export TORCHELASTIC_ERROR_FILE="$0/$SLURM_PROCID/error.json"; mkdir -p "$0/$SLURM_PROCID"; exec "$@"'
 
+set +e
 # shellcheck disable=SC2086
 srun -p "$PARTITION" \
     --job-name="$JOB_NAME" \
@@ -25,5 +33,13 @@ srun -p "$PARTITION" \
     --cpus-per-task="$CPUS_PER_TASK" \
     --kill-on-bad-exit=1 \
     ${SRUN_ARGS} \
+    bash -c "$PER_TASK" "$LOG_DIR" \
     "$PYTHON" -u "$ROOT/tools/test.py" "$CONFIG" "$CHECKPOINT" \
     --launcher=slurm "${@:5}"
+STATUS=$?
+set +x
+set -e
+if [ "$STATUS" -ne 0 ]; then
+  "$PYTHON" "$ROOT/tools/failure_report.py" "$LOG_DIR" --exit-code "$STATUS" || true
+fi
+exit "$STATUS"

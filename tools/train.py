@@ -5,7 +5,7 @@ import sys
 sys.path.insert(0, osp.dirname(osp.dirname(osp.abspath(__file__))))
 
 from projects.mmdet3d_plugin.apis.launch import (  # noqa: E402
-    run_tool, train, train_parser)
+    record_errors, run_tool, train, train_parser)
 
 
 def parse_args():
@@ -13,7 +13,9 @@ def parse_args():
 
 
 def main():
-    run_tool(train, parse_args())
+    # Under torchrun / the Slurm launchers, an uncaught error goes to the
+    # rank's torch elastic error file for the failure report.
+    run_tool(record_errors(train), parse_args())
 
 
 if __name__ == '__main__':

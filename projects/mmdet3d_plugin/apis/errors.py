@@ -21,6 +21,7 @@ from typing import Any, Callable, Optional
 from ..constants import CUSTOM_IMPORTS
 from ..compat.known_errors import known_error
 from ..engine.amp import AmpUnsupportedError
+from ..failures.causes import signal_hint
 
 #: Environment variable that turns the one-line errors off.
 DEBUG_ENV = 'MMDET3D_PLUGIN_DEBUG'
@@ -123,7 +124,7 @@ def worker_death_message(exc: BaseException) -> Optional[str]:
         text = str(exc).strip()
         killed = _KILLED_RE.search(text)
         if killed is not None:
-            return killed.group(0).strip() + _oom_hint(killed['signal'])
+            return killed.group(0).strip() + signal_hint(killed['signal'])
         if found is None and _EXITED_RE.search(text):
             found = _EXITED_RE.search(text).group(0)
         lost_connection |= isinstance(exc, (ConnectionError, EOFError))
@@ -131,13 +132,6 @@ def worker_death_message(exc: BaseException) -> Optional[str]:
     if found is None and lost_connection:
         found = _killed_child()
     return found
-
-
-def _oom_hint(signal_name: str) -> str:
-    if signal_name.rstrip('. ') in ('Killed', 'SIGKILL'):
-        return (' SIGKILL is most often the out-of-memory killer (see '
-                'dmesg); lower num_workers or batch_size.')
-    return ''
 
 
 def _killed_child() -> Optional[str]:
@@ -165,7 +159,7 @@ def _killed_child() -> Optional[str]:
         name = f'signal {status.si_status}'
     return (f'DataLoader worker (pid {status.si_pid}) is killed by signal: '
             f'{name} (the main process lost the connection to it while '
-            f'receiving a batch).' + _oom_hint(name))
+            f'receiving a batch).' + signal_hint(name))
 
 
 def debug_requested(args: Any = None) -> bool:

@@ -28,6 +28,8 @@ from ..config.presets import add_train_flags, apply_train_flags
 from ..datasets.forkserver import setup_forkserver_preload
 from ..engine.amp import check_amp_supported
 from ..engine.hooks.atomic_checkpoint_hook import use_atomic_checkpoints
+from ..failures.error_files import record_errors  # noqa: F401  tools/*.py
+from ..failures.rank_info import note_rank_context
 from .errors import run_tool  # noqa: F401  used by tools/*.py
 
 
@@ -420,8 +422,10 @@ def prepare_train(args: argparse.Namespace) -> Config:
 def train(args: argparse.Namespace) -> Runner:
     """Train as mmdet3d's ``tools/train.py`` does, with the plugin's extras."""
     cfg = prepare_train(args)
+    note_rank_context(work_dir=osp.abspath(cfg.work_dir))
     setup_distributed(cfg)
     runner = build_runner(cfg)
+    note_rank_context(log_dir=osp.abspath(runner.log_dir))
     runner.train()
     return runner
 
@@ -435,8 +439,10 @@ def test(args: argparse.Namespace) -> dict:
     cfg = load(args.config, args.cfg_options, args.launcher, args.work_dir,
                args.data_root)
     cfg.load_from = args.checkpoint
+    note_rank_context(work_dir=osp.abspath(cfg.work_dir))
     setup_distributed(cfg)
     runner = build_runner(cfg)
+    note_rank_context(log_dir=osp.abspath(runner.log_dir))
     metrics = runner.test()
     if metrics is None:
         print_log('test: no metrics were returned', logger='current',
