@@ -338,7 +338,7 @@ def test_prepare_refuses_a_root_of_another_seed(tmp_path):
 
 
 @pytest.mark.parametrize('kwargs, error, match', [
-    (dict(version='v1.0-trainval'), ValueError, 'version must be one of'),
+    (dict(version='v1.0'), ValueError, 'version must be one of'),
     (dict(seed=1.5), TypeError, 'seed must be an int'),
     (dict(config=None, exists=True), FileExistsError, 'already exists'),
 ])
@@ -350,7 +350,7 @@ def test_generate_rejects_bad_input(tmp_path, kwargs, error, match):
 
 
 @pytest.mark.parametrize('kwargs, match', [
-    (dict(samples_per_scene=1), 'samples_per_scene must be >= 2'),
+    (dict(samples_per_scene=0), 'samples_per_scene must be >= 1'),
     (dict(sweeps_per_sample=20), r'sweeps_per_sample must be in \[0, 19\]'),
     (dict(sweep_point_fraction=0), r'sweep_point_fraction must be in'),
     (dict(min_objects=5), 'every scene holds every class'),

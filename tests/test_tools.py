@@ -167,8 +167,9 @@ BAD_INPUTS = [
      '{tmp}/seed1_root holds a dataset generated with seed=1'),
     ('create_synthetic_nuscenes', ['--out-dir', '{tmp}/syn', '--version',
                                    'v9.9'], 'ValueError',
-     "version must be one of ('v1.0-mini',) (the devkit selects the "
-     "generated scenes through its mini splits); got 'v9.9'"),
+     "version must be one of ('v1.0-mini', 'v1.0-trainval', 'v1.0-test') "
+     "(the devkit's splits of that version select the generated scenes); "
+     "got 'v9.9'"),
 ]
 
 

@@ -10,8 +10,11 @@ dataset root anywhere (mmdet3d's version only works from a checkout whose
 writes ``nuscenes_infos_train.pkl``, ``nuscenes_infos_val.pkl`` and, as
 mmdet3d's does, the ground-truth database for ``ObjectSample``
 (``nuscenes_dbinfos_train.pkl``, ``nuscenes_gt_database/``; skip it with
-``--no-gt-database``) into ``--out-dir``. A bad root or argument prints one
-``error:`` line and exits 1 (``--debug`` shows the traceback).
+``--no-gt-database``) into ``--out-dir``. ``--version v1.0-trainval`` does
+the same for the full dataset (the devkit's ``train`` / ``val`` scenes) and
+``--version v1.0-test`` writes ``nuscenes_infos_test.pkl`` (no database);
+mmdet3d's ``--version v1.0`` is these two calls. A bad root or argument
+prints one ``error:`` line and exits 1 (``--debug`` shows the traceback).
 """
 import argparse
 import os.path as osp
@@ -32,7 +35,10 @@ def parse_args():
     parser.add_argument(
         '--out-dir', default=None, help='where the infos go (default: root)')
     parser.add_argument('--extra-tag', default='nuscenes')
-    parser.add_argument('--version', default='v1.0-mini')
+    parser.add_argument(
+        '--version',
+        default='v1.0-mini',
+        help='v1.0-mini (default), v1.0-trainval or v1.0-test')
     parser.add_argument('--max-sweeps', type=int, default=10)
     parser.add_argument(
         '--gt-database',

@@ -6,8 +6,11 @@ Example::
     python tools/create_data.py nuscenes --root-path data/nus_synthetic \
         --out-dir data/nus_synthetic --extra-tag nuscenes --version v1.0-mini
 
-A bad argument prints one ``error:`` line and exits 1 (``--debug`` shows
-the traceback).
+``--version v1.0-trainval`` writes the 850 official trainval scene names
+(the devkit's ``train`` / ``val`` select 700 / 150 of them) and
+``--version v1.0-test`` the 150 test scenes, without annotations; keep them
+small with ``--keyframes-per-scene`` (1 or more). A bad argument prints
+one ``error:`` line and exits 1 (``--debug`` shows the traceback).
 """
 import argparse
 import os.path as osp
@@ -25,13 +28,20 @@ def parse_args():
     parser = argparse.ArgumentParser(
         description='Write a small synthetic dataset in the nuScenes layout')
     parser.add_argument('--out-dir', required=True, help='dataset root')
-    parser.add_argument('--version', default='v1.0-mini')
+    parser.add_argument(
+        '--version',
+        default='v1.0-mini',
+        help='v1.0-mini (10 scenes, default), v1.0-trainval (850) or '
+        'v1.0-test (150, no annotations): the official scene names')
     parser.add_argument('--seed', type=int, default=0)
     parser.add_argument(
+        '--keyframes-per-scene',
         '--samples-per-scene',
+        dest='samples_per_scene',
         type=int,
         default=SyntheticNuScenesConfig.samples_per_scene,
-        help='key frames per scene (10 scenes)')
+        help='key frames (samples) per scene; with 1, instances have no '
+        'velocity (default: %(default)s)')
     add_debug_flag(parser)
     return parser.parse_args()
 

@@ -151,7 +151,9 @@ class SyntheticNuScenesConfig:
     """Size knobs of the generated dataset.
 
     Args:
-        samples_per_scene (int): Key frames per scene. Defaults to 10.
+        samples_per_scene (int): Key frames per scene. With 1, instances
+            have one annotation each and no velocity (the devkit gives nan,
+            as for such instances of nuScenes). Defaults to 10.
         sweeps_per_sample (int): LiDAR sweeps between two key frames (9 is
             nuScenes' 20 Hz LiDAR at 2 Hz key frames). Defaults to 9.
         ground_points_per_ring (int): Ground points per beam that hits the
@@ -179,10 +181,10 @@ class SyntheticNuScenesConfig:
     image_size: Tuple[int, int] = field(default=(160, 90))
 
     def __post_init__(self):
-        if self.samples_per_scene < 2:
+        if self.samples_per_scene < 1:
             raise ValueError(
-                'SyntheticNuScenesConfig: samples_per_scene must be >= 2 so '
-                'that instances have velocities; got '
+                'SyntheticNuScenesConfig: samples_per_scene must be >= 1 '
+                '(>= 2 for instances with velocities); got '
                 f'{self.samples_per_scene}.')
         if not 0 <= self.sweeps_per_sample <= 19:
             raise ValueError(
@@ -305,14 +307,16 @@ class SceneObject:
     last: int  # last annotated key frame
     intensity: float
     attribute: Optional[str]
+    # Derived once (the fields above do not change after construction).
+    radius: float = field(init=False, repr=False, compare=False)
+    heading: np.ndarray = field(init=False, repr=False, compare=False)
 
-    @property
-    def radius(self) -> float:
-        return float(np.hypot(self.wlh[0], self.wlh[1]) / 2)
+    def __post_init__(self):
+        self.radius = float(np.hypot(self.wlh[0], self.wlh[1]) / 2)
+        self.heading = np.array([np.cos(self.yaw), np.sin(self.yaw)])
 
     def center(self, t: float) -> np.ndarray:
-        xy = self.xy_ref + self.speed * (t - self.t_ref) * np.array(
-            [np.cos(self.yaw), np.sin(self.yaw)])
+        xy = self.xy_ref + self.speed * (t - self.t_ref) * self.heading
         return np.array([xy[0], xy[1], self.wlh[2] / 2])
 
 
@@ -383,6 +387,8 @@ def simulate_scene(rng: np.random.Generator, index: int, name: str,
     objects: List[SceneObject] = []
     check_times = np.linspace(kf_times[0], kf_times[-1],
                               4 * cfg.samples_per_scene)
+    # Centres of the placed objects at check_times, (objects, times, 2).
+    tracks: List[np.ndarray] = []
     K = cfg.samples_per_scene
     for cls in wanted:
         spec = CLASS_SPECS[cls]
@@ -415,9 +421,11 @@ def simulate_scene(rng: np.random.Generator, index: int, name: str,
                               yaw, speed, first, last,
                               float(spec.intensity * rng.uniform(0.8, 1.2)),
                               _attribute(rng, cls, moving))
-            if _placement_ok(obj, objects, ego, ego_poses, kf_times,
-                             check_times, lim):
+            track = np.array([obj.center(t)[:2] for t in check_times])
+            if _placement_ok(obj, track, objects, tracks, ego, ego_poses,
+                             kf_times, check_times, lim):
                 objects.append(obj)
+                tracks.append(track)
                 break
         else:
             if len(objects) < len(DETECTION_CLASSES):
@@ -430,8 +438,7 @@ def simulate_scene(rng: np.random.Generator, index: int, name: str,
     mid_xyz, mid_yaw = ego.pose(float(kf_times[len(kf_times) // 2]))
     rot = _rot_z(mid_yaw)[:2, :2]
     # Where the objects go: (2, objects * times) centres and radii.
-    tracks = np.array([[o.center(t)[:2] for t in check_times]
-                       for o in objects]).reshape(-1, 2).T
+    tracks = np.array(tracks).reshape(-1, 2).T
     radii = np.repeat([o.radius for o in objects], len(check_times))
     poles = []
     for _ in range(500):
@@ -455,7 +462,8 @@ def simulate_scene(rng: np.random.Generator, index: int, name: str,
                  np.array(poles).reshape(-1, 3), np.array(walls), t0_us)
 
 
-def _placement_ok(obj: SceneObject, placed: Sequence[SceneObject],
+def _placement_ok(obj: SceneObject, track: np.ndarray,
+                  placed: Sequence[SceneObject], tracks: Sequence[np.ndarray],
                   ego: EgoMotion, ego_poses, kf_times: np.ndarray,
                   check_times: np.ndarray, lim: float) -> bool:
     # In range and clear of the ego at every annotated key frame.
@@ -467,17 +475,17 @@ def _placement_ok(obj: SceneObject, placed: Sequence[SceneObject],
             return False
     # Clear of the ego and of other objects whenever it exists.
     t_lo, t_hi = kf_times[obj.first], kf_times[obj.last]
-    for t in check_times:
+    for i, t in enumerate(check_times):
         if not t_lo - 1e-6 <= t <= t_hi + 1e-6:
             continue
-        c = obj.center(t)[:2]
+        c = track[i]
         if np.hypot(*(c - ego.pose(t)[0][:2])) < obj.radius + 3.0:
             return False
-        for other in placed:
+        for other, other_track in zip(placed, tracks):
             if not kf_times[other.first] - 1e-6 <= t <= \
                     kf_times[other.last] + 1e-6:
                 continue
-            if np.hypot(*(c - other.center(t)[:2])) < \
+            if np.hypot(*(c - other_track[i])) < \
                     obj.radius + other.radius + 0.3:
                 return False
     return True

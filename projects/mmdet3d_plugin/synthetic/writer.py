@@ -1,11 +1,13 @@
 """A small, deterministic dataset in the official nuScenes layout.
 
-:func:`generate_synthetic_nuscenes` simulates ten short drives (see
-:mod:`.synthetic_scene`) under the official ``v1.0-mini`` scene names, so
-``nuscenes.utils.splits.mini_train`` / ``mini_val`` select 8 / 2 of them, and
-writes what nuscenes-devkit and mmdet3d's converter read:
+:func:`generate_synthetic_nuscenes` simulates one short drive (see
+:mod:`.scene`) per official scene name of a nuScenes version (:mod:`.tables`):
+the ten of ``v1.0-mini``, so ``nuscenes.utils.splits.mini_train`` /
+``mini_val`` select 8 / 2 of them; the 850 of ``v1.0-trainval`` (``train`` /
+``val``: 700 / 150); or the 150 of ``v1.0-test`` (no annotations). It writes
+what nuscenes-devkit and mmdet3d's converter read:
 
-* ``v1.0-mini/*.json``: all 13 tables (attribute, calibrated_sensor, category,
+* ``<version>/*.json``: all 13 tables (attribute, calibrated_sensor, category,
   ego_pose, instance, log, map, sample, sample_annotation, sample_data, scene,
   sensor, visibility);
 * ``samples/LIDAR_TOP/*.pcd.bin`` (key frames) and
@@ -17,14 +19,14 @@ writes what nuscenes-devkit and mmdet3d's converter read:
 * ``maps/*.png``: the map masks named in ``map.json``, which ``NuScenes()``
   opens.
 
-Every instance has one detection category, an attribute valid for its class,
-a visibility, ``num_lidar_pts`` (the key frame's points in its box, at least
-12) and ``num_radar_pts``. Tokens are MD5 hashes of the seed and the record's
-identity and all randomness comes from one seeded generator, so the same
-seed gives byte-identical files.
+Every instance (none in ``v1.0-test``) has one detection category, an
+attribute valid for its class, a visibility, ``num_lidar_pts`` (the key
+frame's points in its box, at least 12) and ``num_radar_pts``. Tokens are
+MD5 hashes of the seed and the record's identity and all randomness comes
+from one seeded generator, so the same seed gives byte-identical files.
 
 :func:`prepare_synthetic_nuscenes` generates the dataset when missing and
-runs mmdet3d's converter (:mod:`.nuscenes_converter`) when the info files are
+runs mmdet3d's converter (:mod:`.converter`) when the info files are
 missing.
 """
 import contextlib
@@ -47,70 +49,12 @@ from .render import (camera_calibrations, render_camera_image,
 from .scene import (CLASS_SPECS, LIDAR_TRANSLATION, LIDAR_YAW, Scene,
                     SyntheticNuScenesConfig, matrix_quaternion,
                     points_in_boxes, simulate_scene, yaw_quaternion)
+from .tables import (ATTRIBUTES, CATEGORIES, LOCATIONS, TABLES, VISIBILITIES,
+                     VISIBILITY_PROBS, check_version, version_is_annotated,
+                     version_scene_names)
 
-SUPPORTED_VERSIONS = ('v1.0-mini', )
-TABLES = ('attribute', 'calibrated_sensor', 'category', 'ego_pose', 'instance',
-          'log', 'map', 'sample', 'sample_annotation', 'sample_data', 'scene',
-          'sensor', 'visibility')
 # Written next to the tables; records what was generated.
 MARKER = '.synthetic_nuscenes.json'
-
-# Official v1.0-mini scene names: ``splits.mini_train`` + ``splits.mini_val``.
-MINI_TRAIN_SCENES = ('scene-0061', 'scene-0553', 'scene-0655', 'scene-0757',
-                     'scene-0796', 'scene-1077', 'scene-1094', 'scene-1100')
-MINI_VAL_SCENES = ('scene-0103', 'scene-0916')
-
-LOCATIONS = ('singapore-onenorth', 'boston-seaport', 'singapore-queenstown',
-             'singapore-hollandvillage')
-
-# The 23 categories of nuScenes v1.0 (name, description).
-CATEGORIES = (
-    ('human.pedestrian.adult', 'Adult subcategory.'),
-    ('human.pedestrian.child', 'Child subcategory.'),
-    ('human.pedestrian.wheelchair', 'Wheelchairs.'),
-    ('human.pedestrian.stroller', 'Strollers.'),
-    ('human.pedestrian.personal_mobility', 'Small electric or self-propelled '
-     'vehicles.'),
-    ('human.pedestrian.police_officer', 'Police officer.'),
-    ('human.pedestrian.construction_worker', 'Construction worker.'),
-    ('animal', 'All animals.'),
-    ('vehicle.car', 'Vehicle designed primarily for personal use.'),
-    ('vehicle.motorcycle', 'Gasoline or electric powered 2-wheeled vehicle.'),
-    ('vehicle.bicycle', 'Human or electric powered 2-wheeled vehicle.'),
-    ('vehicle.bus.bendy', 'Bendy bus subcategory.'),
-    ('vehicle.bus.rigid', 'Rigid bus subcategory.'),
-    ('vehicle.truck', 'Vehicles primarily designed to haul cargo.'),
-    ('vehicle.construction', 'Vehicles primarily designed for construction.'),
-    ('vehicle.emergency.ambulance', 'All types of ambulances.'),
-    ('vehicle.emergency.police', 'All types of police vehicles.'),
-    ('vehicle.trailer', 'Any vehicle trailer.'),
-    ('movable_object.barrier', 'Temporary road barrier.'),
-    ('movable_object.trafficcone', 'All types of traffic cones.'),
-    ('movable_object.pushable_pullable', 'Objects that a pedestrian may push '
-     'or pull.'),
-    ('movable_object.debris', 'Movable debris or trash.'),
-    ('static_object.bicycle_rack', 'Area or device intended to park or secure '
-     'bicycles.'),
-)
-
-# The 8 attributes of nuScenes v1.0.
-ATTRIBUTES = (
-    ('vehicle.moving', 'Vehicle is moving.'),
-    ('vehicle.stopped', 'Vehicle, with a driver/rider in/on it, is currently '
-     'stationary but has an intent to move.'),
-    ('vehicle.parked', 'Vehicle is stationary (usually for a longer duration) '
-     'with no immediate intent to move.'),
-    ('cycle.with_rider', 'There is a rider on the bicycle or motorcycle.'),
-    ('cycle.without_rider', 'There is NO rider on the bicycle or motorcycle.'),
-    ('pedestrian.sitting_lying_down', 'The human is sitting or lying down.'),
-    ('pedestrian.standing', 'The human is standing.'),
-    ('pedestrian.moving', 'The human is moving.'),
-)
-
-# The official visibility table; mmdet3d filters on these exact tokens.
-VISIBILITIES = (('1', 'v0-40'), ('2', 'v40-60'), ('3', 'v60-80'), ('4',
-                                                                   'v80-100'))
-VISIBILITY_PROBS = (0.05, 0.1, 0.15, 0.7)
 
 
 class _Tokens:
@@ -136,9 +80,14 @@ def _floats(values) -> List[float]:
 class _Writer:
     """Accumulates the tables and writes the data files of one dataset."""
 
-    def __init__(self, out: Path, seed: int, cfg: SyntheticNuScenesConfig):
+    def __init__(self,
+                 out: Path,
+                 seed: int,
+                 cfg: SyntheticNuScenesConfig,
+                 annotated: bool = True):
         self.out = out
         self.cfg = cfg
+        self.annotated = annotated
         self.rng = np.random.default_rng(seed)
         self.tok = _Tokens(seed)
         self.tables: Dict[str, list] = {name: [] for name in TABLES}
@@ -192,8 +141,11 @@ class _Writer:
         loc = LOCATIONS[index % len(LOCATIONS)]
         singapore = loc.startswith('singapore')
         vehicle = 'n015' if singapore else 'n008'
-        logfile = (f'{vehicle}-2018-07-{10 + index:02d}-'
-                   f'{11 + index % 8:02d}-{7 + index:02d}-57'
+        # A valid date and time for any index; the v1.0-mini names (index
+        # < 10) are those of the first generator version.
+        logfile = (f'{vehicle}-2018-07-{10 + index % 20:02d}-'
+                   f'{11 + index % 8:02d}-{7 + index % 50:02d}-'
+                   f'{(57 + index // 200) % 60:02d}'
                    f'{"+0800" if singapore else "-0400"}')
         log_token = tok('log', name)
         tables['log'].append(
@@ -201,7 +153,7 @@ class _Writer:
                 token=log_token,
                 logfile=logfile,
                 vehicle=vehicle,
-                date_captured=f'2018-07-{10 + index:02d}',
+                date_captured=f'2018-07-{10 + index % 20:02d}',
                 location=loc))
         self.map_logs[loc].append(log_token)
 
@@ -235,7 +187,8 @@ class _Writer:
                     scene_token=tok('scene', name)))
         keyframes = self._write_lidar(scene, name, logfile, samples, calib)
         self._write_cameras(scene, name, logfile, samples, calib)
-        self._write_annotations(scene, name, samples, keyframes)
+        if self.annotated:
+            self._write_annotations(scene, name, samples, keyframes)
         tables['scene'].append(
             dict(
                 token=tok('scene', name),
@@ -410,15 +363,19 @@ def generate_synthetic_nuscenes(
 
     The table folder ``<out_dir>/<version>`` is written last, under a
     temporary name renamed into place, so its presence marks a complete
-    dataset. With the default config it holds 10 scenes of 10 key frames
-    (100 samples, about 16 annotations each), 910 sweeps and 600 images:
-    about 31 MB.
+    dataset. With the default config, ``v1.0-mini`` holds 10 scenes of 10
+    key frames (100 samples, about 16 annotations each), 910 sweeps and 600
+    images: about 31 MB. ``v1.0-trainval`` has 850 scenes and
+    ``v1.0-test`` 150 (without annotations); keep them small with
+    ``config.samples_per_scene``.
 
     Args:
         out_dir (str | Path): Dataset root; created if missing.
         seed (int): Seed of all randomness and tokens. Defaults to 0.
-        version (str): Table folder name; only ``'v1.0-mini'`` (whose scene
-            names the devkit's mini splits select) is supported. Defaults to
+        version (str): ``'v1.0-mini'``, ``'v1.0-trainval'`` or
+            ``'v1.0-test'``: the table folder, and the official scene names
+            written (see :func:`.tables.version_scene_names`), so that the
+            devkit's splits of that version select them. Defaults to
             ``'v1.0-mini'``.
         config (SyntheticNuScenesConfig, optional): Size knobs. Defaults to
             ``SyntheticNuScenesConfig()``.
@@ -431,11 +388,7 @@ def generate_synthetic_nuscenes(
         >>> from nuscenes import NuScenes
         >>> nusc = NuScenes('v1.0-mini', dataroot=str(root), verbose=False)
     """
-    if version not in SUPPORTED_VERSIONS:
-        raise ValueError(
-            f'generate_synthetic_nuscenes: version must be one of '
-            f'{SUPPORTED_VERSIONS} (the devkit selects the generated scenes '
-            f'through its mini splits); got {version!r}.')
+    check_version(version, 'generate_synthetic_nuscenes')
     if not isinstance(seed, (int, np.integer)) or isinstance(seed, bool):
         raise TypeError('generate_synthetic_nuscenes: seed must be an int; '
                         f'got {type(seed).__name__}.')
@@ -451,12 +404,19 @@ def generate_synthetic_nuscenes(
             f'generate_synthetic_nuscenes: {table_dir} already exists; '
             'delete it, or use prepare_synthetic_nuscenes, which reuses a '
             'complete dataset.')
+    if (out / MARKER).is_file():
+        found = json.loads((out / MARKER).read_text()).get('version')
+        if found != version:
+            raise FileExistsError(
+                f'generate_synthetic_nuscenes: {out} holds the generated '
+                f'{found}; write {version} into another out_dir (the '
+                'versions would share sensor file names).')
     out.mkdir(parents=True, exist_ok=True)
 
-    writer = _Writer(out, seed, cfg)
+    writer = _Writer(out, seed, cfg, annotated=version_is_annotated(version))
     writer.write_static_tables()
     writer.write_maps()
-    for index, name in enumerate(sorted(MINI_TRAIN_SCENES + MINI_VAL_SCENES)):
+    for index, name in enumerate(version_scene_names(version)):
         writer.write_scene(index, name)
     writer.write_tables(table_dir, _marker(seed, version, cfg))
     return out
@@ -491,7 +451,9 @@ def prepare_synthetic_nuscenes(
     Args:
         root (str | Path): Dataset root.
         seed (int): Generator seed. Defaults to 0.
-        version (str): Dataset version. Defaults to ``'v1.0-mini'``.
+        version (str): Dataset version (see
+            :func:`generate_synthetic_nuscenes`). Defaults to
+            ``'v1.0-mini'``.
         config (SyntheticNuScenesConfig, optional): Size knobs of the
             generator. Defaults to ``SyntheticNuScenesConfig()``.
         max_sweeps (int): Sweeps per key frame in the info files. Defaults
@@ -504,7 +466,8 @@ def prepare_synthetic_nuscenes(
         Path: ``root``, holding ``<version>/*.json``, ``samples/``,
         ``sweeps/``, ``maps/``, ``nuscenes_infos_train.pkl``,
         ``nuscenes_infos_val.pkl`` and (with ``gt_database``)
-        ``nuscenes_dbinfos_train.pkl`` and ``nuscenes_gt_database/``.
+        ``nuscenes_dbinfos_train.pkl`` and ``nuscenes_gt_database/``
+        (``v1.0-test``: ``nuscenes_infos_test.pkl`` only).
 
     Examples:
         >>> from projects.mmdet3d_plugin.utils import (
