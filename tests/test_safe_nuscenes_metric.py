@@ -1,5 +1,7 @@
-"""SafeNuScenesMetric: pickling, and the devkit's own evaluation results."""
+"""SafeNuScenesMetric: pickling, the stock metric's result file and the
+devkit's own evaluation results, with both backends."""
 import copy
+import json
 import math
 import pickle
 
@@ -12,11 +14,12 @@ from nuscenes.eval.detection.config import config_factory
 import projects.mmdet3d_plugin  # noqa: F401  registers the plugin
 from mmdet3d.evaluation.metrics import NuScenesMetric
 from mmdet3d.registry import METRICS
+from mmdet3d.structures import LiDARInstance3DBoxes
 from projects.mmdet3d_plugin.datasets.picklable import PicklableDetectionConfig
 from projects.mmdet3d_plugin.datasets.safe_nuscenes_dataset import (
     SafeNuScenesDataset)
 from projects.mmdet3d_plugin.evaluation.safe_nuscenes_metric import (
-    SafeNuScenesMetric)
+    BACKENDS, SafeNuScenesMetric)
 
 PREFIX = dict(pts='samples/LIDAR_TOP', img='', sweeps='sweeps/LIDAR_TOP')
 
@@ -169,3 +172,109 @@ def _check_no_predicted_box(nus_synthetic, tmp_path):
     assert ours[f'{prefix}/car_AP_dist_2.0'] == 0
     assert ours[f'{prefix}/car_trans_err'] == 1
     assert math.isnan(ours[f'{prefix}/traffic_cone_vel_err'])
+
+
+def _random_lidar_predictions(samples, seed=0):
+    """Random 9-value LiDAR boxes: some beyond the class ranges, speeds on
+    both sides of the 0.2 m/s attribute rule, every class."""
+    gen = torch.Generator().manual_seed(seed)
+    out = copy.deepcopy(samples)
+    for sample in out:
+        n = 120
+        xyz = torch.rand(n, 3, generator=gen) * torch.tensor([130., 130., 3.])
+        xyz -= torch.tensor([65., 65., 2.])
+        dims = 0.3 + 4 * torch.rand(n, 3, generator=gen)
+        yaw = 8 * torch.rand(n, 1, generator=gen) - 4
+        vel = torch.randn(n, 2, generator=gen) * 0.3
+        boxes = LiDARInstance3DBoxes(torch.cat([xyz, dims, yaw, vel], 1),
+                                     box_dim=9)
+        sample['pred_instances_3d'] = dict(
+            bboxes_3d=boxes,
+            scores_3d=torch.rand(n, generator=gen),
+            labels_3d=torch.randint(0, 10, (n, ), generator=gen))
+    return out
+
+
+def _flat(results):
+    for token, boxes in results.items():
+        for box in boxes:
+            yield token, box
+
+
+def test_result_file_equals_stock_metric_file(nus_synthetic, tmp_path):
+    dataset, samples = _gt_as_predictions(nus_synthetic)
+    predictions = _random_lidar_predictions(samples)
+    files, metrics = {}, {}
+    for cls in (NuScenesMetric, SafeNuScenesMetric):
+        metric = _metric(cls, nus_synthetic,
+                         jsonfile_prefix=str(tmp_path / cls.__name__))
+        metric.dataset_meta = dataset.metainfo
+        metric.process({}, copy.deepcopy(predictions))
+        metrics[cls] = metric.compute_metrics(metric.results)
+        with open(tmp_path / cls.__name__ / 'pred_instances_3d' /
+                  'results_nusc.json') as f:
+            files[cls] = json.load(f)
+    stock, ours = files[NuScenesMetric], files[SafeNuScenesMetric]
+    assert ours['meta'] == stock['meta']
+    assert list(ours['results']) == list(stock['results'])  # sample order
+    pairs = list(zip(_flat(ours['results']), _flat(stock['results'])))
+    assert len(pairs) == sum(map(len, stock["results"].values())) > 500
+    assert len(pairs) < 20 * 120  # the range filter dropped some
+    attrs = set()
+    for (token, a), (stock_token, b) in pairs:
+        assert token == stock_token and list(a) == list(b)
+        for key, value in b.items():
+            if isinstance(value, (list, float)):
+                assert a[key] == pytest.approx(value, abs=1e-6, rel=0), key
+            else:
+                assert a[key] == value, key
+        attrs.add(b['attribute_name'])
+    assert len(attrs) >= 6
+    ours, theirs = metrics[SafeNuScenesMetric], metrics[NuScenesMetric]
+    assert ours.keys() == theirs.keys()
+    for key, value in theirs.items():
+        assert ours[key] == pytest.approx(value, abs=1e-6, nan_ok=True), key
+    assert (tmp_path / 'SafeNuScenesMetric' / 'pred_instances_3d' /
+            'metrics_details.json').exists()
+
+
+def test_devkit_backend_equals_fast_backend(nus_synthetic, tmp_path):
+    dataset, samples = _gt_as_predictions(nus_synthetic)
+    results = {}
+    for backend in BACKENDS:
+        metric = _metric(SafeNuScenesMetric, nus_synthetic, backend=backend,
+                         prefix=backend)
+        metric.dataset_meta = dataset.metainfo
+        metric.process({}, copy.deepcopy(samples))
+        # evaluate(): gathers (and moves to CPU) what process() kept.
+        results[backend] = {
+            key.split('/', 1)[1]: value
+            for key, value in metric.evaluate(len(samples)).items()
+        }
+    fast, devkit = results['fast'], results['devkit']
+    assert fast.keys() == devkit.keys()
+    for key, value in devkit.items():
+        assert fast[key] == pytest.approx(value, abs=1e-6, nan_ok=True), key
+
+
+def test_unknown_backend_is_refused():
+    with pytest.raises(ValueError,
+                       match=r"backend must be one of \('fast', 'devkit'\), "
+                       r"got 'nccl'"):
+        _metric(SafeNuScenesMetric, backend='nccl')
+
+
+def test_format_only_writes_the_result_file(nus_synthetic, tmp_path):
+    dataset, samples = _gt_as_predictions(nus_synthetic)
+    metric = _metric(SafeNuScenesMetric, nus_synthetic, format_only=True,
+                     jsonfile_prefix=str(tmp_path))
+    metric.dataset_meta = dataset.metainfo
+    metric.process({}, copy.deepcopy(samples))
+    copied = pickle.loads(pickle.dumps(metric))  # after process, too
+    assert copied._frames is None and len(copied.results) == 20
+    assert metric.compute_metrics(metric.results) == {}
+    with open(tmp_path / 'pred_instances_3d' / 'results_nusc.json') as f:
+        written = json.load(f)
+    assert len(written['results']) == 20
+    assert not (tmp_path / 'pred_instances_3d' /
+                'metrics_summary.json').exists()
