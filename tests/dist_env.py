@@ -1,5 +1,11 @@
-"""The environment of ranks started by hand on a local rendezvous."""
+"""Starting ranks in tests: the environment of ranks started by hand on a
+local rendezvous, and waiting for a launcher that may hang."""
+import os
+import signal
+import subprocess
 from typing import Dict
+
+import pytest
 
 
 def rendezvous_env(rank: int,
@@ -27,3 +33,26 @@ def rendezvous_env(rank: int,
                 WORLD_SIZE=str(world_size),
                 MASTER_ADDR=host,
                 MASTER_PORT=str(port))
+
+
+def wait_or_kill(proc: subprocess.Popen, timeout: float, what: str) -> str:
+    """The combined output of a launcher started with
+    ``start_new_session=True``; fail the test when it runs past
+    ``timeout`` seconds, after killing its whole process group.
+
+    Args:
+        proc (subprocess.Popen): The launcher (text mode, stdout piped).
+        timeout (float): Seconds to wait.
+        what (str): What failed, for the failure message (e.g. 'the run
+            hung after rank 1 failed').
+
+    Returns:
+        str: What the launcher printed.
+    """
+    try:
+        out, _ = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, _ = proc.communicate()
+        pytest.fail(f'{what}:\n{out[-5000:]}')
+    return out

@@ -45,6 +45,7 @@ from projects.mmdet3d_plugin.engine.watchdog import (DistWatchdogHang,
 REPO = Path(__file__).resolve().parents[1]
 TESTS = Path(__file__).resolve().parent
 sys.path.insert(0, str(TESTS))
+from dist_env import wait_or_kill  # noqa: E402
 from fault_helpers import FaultToyDataset, FaultToyModel  # noqa: E402
 from fault_helpers import write_config  # noqa: E402
 import hang_helpers  # noqa: E402,F401  registers SleepOnRankHook
@@ -198,12 +199,7 @@ def test_raising_rank_is_not_a_hang(tmp_path):
         dict(type='DistWatchdogHook', timeout=TIMEOUT),
     ])
     proc = _launch(config, tmp_path / 'work')
-    try:
-        out, _ = proc.communicate(timeout=HANG)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        out, _ = proc.communicate()
-        pytest.fail(f'the run hung after rank 1 failed:\n{out[-5000:]}')
+    out = wait_or_kill(proc, HANG, 'the run hung after rank 1 failed')
     assert proc.returncode != 0
     assert 'injected fault: rank 1 fails at iteration 2' in out, out[-5000:]
     assert HANG_MESSAGE_PREFIX not in out, out[-5000:]
@@ -219,12 +215,7 @@ def test_report_action_under_ddp_keeps_training(tmp_path):
         dict(type='DistWatchdogHook', timeout=6, action='report'),
     ], max_iters=4)
     proc = _launch(config, tmp_path / 'work')
-    try:
-        out, _ = proc.communicate(timeout=HANG)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        out, _ = proc.communicate()
-        pytest.fail(f'the run did not finish:\n{out[-5000:]}')
+    out = wait_or_kill(proc, HANG, 'the run did not finish')
     assert proc.returncode == 0, out[-5000:]
     logged = [line for line in out.splitlines()
               if HANG_MESSAGE_PREFIX in line and 'action=report' in line]

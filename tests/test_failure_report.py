@@ -41,6 +41,7 @@ from projects.mmdet3d_plugin.failures.rank_info import (ERROR_FILE_ENV,
 REPO = Path(__file__).resolve().parents[1]
 TESTS = Path(__file__).resolve().parent
 sys.path.insert(0, str(TESTS))
+from dist_env import wait_or_kill  # noqa: E402
 from failure_faults import FAULT_MESSAGE, write_failure_config  # noqa: E402
 
 # -- the cause table --------------------------------------------------------
@@ -400,12 +401,7 @@ def _launch(tmp_path, config, world_size=2):
          str(world_size), '--work-dir', str(work)],
         cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
         text=True, start_new_session=True)
-    try:
-        out, _ = proc.communicate(timeout=HANG)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        out, _ = proc.communicate()
-        pytest.fail(f'the launch hung:\n{out[-5000:]}')
+    out = wait_or_kill(proc, HANG, 'the launch hung')
     tail = '\n'.join(out.splitlines()[-40:])
     assert REPORT_HEADER in tail, out[-6000:]
     print(tail[tail.index(REPORT_HEADER):])

@@ -27,6 +27,7 @@ from projects.mmdet3d_plugin.engine.ports import free_port
 REPO = Path(__file__).resolve().parents[1]
 TESTS = Path(__file__).resolve().parent
 sys.path.insert(0, str(TESTS))
+from dist_env import wait_or_kill  # noqa: E402
 from fault_helpers import (FaultToyModel, SelfKillingDataset,  # noqa: E402
                            write_config)
 
@@ -58,12 +59,7 @@ def test_failing_rank_ends_every_rank(tmp_path):
          '--work-dir', str(tmp_path / 'work')],
         cwd=REPO, env=_env(), stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT, text=True, start_new_session=True)
-    try:
-        out, _ = proc.communicate(timeout=HANG)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        out, _ = proc.communicate()
-        pytest.fail(f'the run hung after rank 1 failed:\n{out[-5000:]}')
+    out = wait_or_kill(proc, HANG, 'the run hung after rank 1 failed')
     assert proc.returncode != 0, out[-5000:]
     # The cause, from the failing rank, is in the output ...
     assert '[rank1]: RuntimeError: injected fault: rank 1 fails at ' \
