@@ -16,6 +16,7 @@ the same path a user runs on a cluster, on a laptop CPU in minutes:
    save the loss curve, a bird's-eye view of one ``mini_val`` frame and
    ``quickstart_summary.json``.
 """
+import contextlib
 import copy
 import json
 import os
@@ -148,7 +149,8 @@ def evaluate(config: Path, work_dir: Path, checkpoint: Optional[str],
     checkpoint. The metrics' log line (every class and threshold) goes to
     the log file only; :func:`per_class_table` shows them. With
     ``with_devkit``, the same predictions are also evaluated by
-    nuscenes-devkit, under :data:`DEVKIT_PREFIX`."""
+    nuscenes-devkit, under :data:`DEVKIT_PREFIX`; the devkit prints its
+    own summary, which goes to ``devkit_eval.txt`` in the work dir."""
     cfg = load_config(str(config))
     if with_devkit:
         fast = dict(cfg.test_evaluator, backend='fast')
@@ -165,7 +167,12 @@ def evaluate(config: Path, work_dir: Path, checkpoint: Optional[str],
     cfg.test_dataloader.persistent_workers = False
     cfg.pop('custom_hooks', None)
     runner = build_runner(cfg)
-    return runner.test(), runner
+    if not with_devkit:
+        return runner.test(), runner
+    with open(work_dir / 'devkit_eval.txt', 'w') as printed, \
+            contextlib.redirect_stdout(printed):
+        metrics = runner.test()
+    return metrics, runner
 
 
 def _last_log_dir(work_dir: Path) -> Path:
