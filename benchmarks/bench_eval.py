@@ -295,7 +295,8 @@ def child(args) -> dict:
         return dict(gt_cache_s=time.perf_counter() - start)
     if args.child == 'ours':
         preds = predictions(root, args.boxes, args.samples)
-        metric = _metric(SafeNuScenesMetric, root, jsonfile_prefix=out)
+        metric = _metric(SafeNuScenesMetric, root, jsonfile_prefix=out,
+                         gt_cache_dir=str(root / 'gt_cache'))
         start = time.perf_counter()
         for sample in preds:
             metric.process({}, [sample])
