@@ -3,9 +3,15 @@ local rendezvous, and waiting for a launcher that may hang."""
 import os
 import signal
 import subprocess
-from typing import Dict
+import sys
+from pathlib import Path
+from typing import Dict, List, Sequence
 
 import pytest
+
+from projects.mmdet3d_plugin.engine.ports import free_port
+
+REPO = Path(__file__).resolve().parents[1]
 
 
 def rendezvous_env(rank: int,
@@ -33,6 +39,35 @@ def rendezvous_env(rank: int,
                 WORLD_SIZE=str(world_size),
                 MASTER_ADDR=host,
                 MASTER_PORT=str(port))
+
+
+def start_ranks(script: Path, args: Sequence[str], world_size: int,
+                log_prefix: str) -> List[subprocess.Popen]:
+    """Start ``world_size`` ranks of ``python script args`` on a free local
+    rendezvous, without torchrun, one thread each, from the repository.
+
+    Args:
+        script (Path): The rank's script.
+        args (Sequence[str]): Its arguments (the same on every rank).
+        world_size (int): Number of ranks.
+        log_prefix (str): Rank ``r`` writes its output to
+            ``<log_prefix>rank<r>.out``.
+
+    Returns:
+        list[subprocess.Popen]: The ranks, in rank order.
+    """
+    port = free_port()
+    procs = []
+    for rank in range(world_size):
+        env = dict(os.environ,
+                   **rendezvous_env(rank, world_size, port),
+                   OMP_NUM_THREADS='1',
+                   PYTHONPATH=str(REPO))
+        with open(f'{log_prefix}rank{rank}.out', 'w') as log:
+            procs.append(subprocess.Popen(
+                [sys.executable, str(script), *map(str, args)],
+                env=env, cwd=REPO, stdout=log, stderr=subprocess.STDOUT))
+    return procs
 
 
 def wait_or_kill(proc: subprocess.Popen, timeout: float, what: str) -> str:

@@ -6,9 +6,6 @@ processes start once and train one scenario after the other.
 """
 import importlib.util
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -23,8 +20,7 @@ from mmdet3d.registry import MODELS
 from projects.mmdet3d_plugin.engine.hooks.ddp_unused_param_hook import (
     DDPUnusedParamHook)
 from projects.mmdet3d_plugin.apis.find_unused import find_unused_parameters
-from projects.mmdet3d_plugin.engine.ports import free_port
-from dist_env import rendezvous_env
+from dist_env import start_ranks
 from projects.mmdet3d_plugin.engine.unused_params import (UnusedParamSummary,
                                                           parse_unused_indices,
                                                           wrapper_config_line)
@@ -77,25 +73,8 @@ SCENARIOS = [
 def ddp_runs(tmp_path_factory):
     """Run SCENARIOS on 2 gloo ranks; name -> (rank results, report, log)."""
     out = tmp_path_factory.mktemp('ddp')
-    port = free_port()
-    procs = []
-    for rank in range(2):
-        env = dict(os.environ,
-                   **rendezvous_env(rank, 2, port),
-                   OMP_NUM_THREADS='1',
-                   PYTHONPATH=str(REPO))
-        log = open(out / f'rank{rank}.out', 'w')
-        procs.append(
-            subprocess.Popen([
-                sys.executable,
-                str(REPO / 'tests' / 'ddp_runner.py'),
-                str(out),
-                json.dumps(SCENARIOS)
-            ],
-                             env=env,
-                             cwd=REPO,
-                             stdout=log,
-                             stderr=subprocess.STDOUT))
+    procs = start_ranks(REPO / 'tests' / 'ddp_runner.py',
+                        [out, json.dumps(SCENARIOS)], 2, f'{out}/')
     try:
         for proc in procs:
             proc.wait(timeout=240)

@@ -9,22 +9,18 @@ times out on rank 1. A third, one-rank group gives the reference.
 """
 import copy
 import json
-import os
 import pickle
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from mmengine.evaluator import BaseMetric
 
-from projects.mmdet3d_plugin.engine.ports import free_port
 from projects.mmdet3d_plugin.evaluation import (Rank0EvaluateMixin,
                                                 SafeNuScenesMetric)
 from projects.mmdet3d_plugin.evaluation.rank0_evaluate import (
     DEFAULT_DIST_WAIT_TIMEOUT)
-from dist_env import rendezvous_env
+from dist_env import start_ranks
 
 REPO = Path(__file__).resolve().parents[1]
 RUNNER = REPO / 'tests' / 'metric_wait_runner.py'
@@ -40,24 +36,9 @@ REFERENCE = [dict(name='reference', metric='SlowSafeNuScenesMetric', sleep=0)]
 
 
 def _start(out: Path, data_root: Path, world_size: int, scenarios: list):
-    port = free_port()
-    procs = []
-    for rank in range(world_size):
-        env = dict(os.environ,
-                   **rendezvous_env(rank, world_size, port),
-                   OMP_NUM_THREADS='1',
-                   PYTHONPATH=str(REPO))
-        log = open(out / f'w{world_size}_rank{rank}.out', 'w')
-        procs.append(
-            subprocess.Popen([
-                sys.executable,
-                str(RUNNER),
-                str(out),
-                str(data_root),
-                str(TIMEOUT),
-                json.dumps(scenarios)
-            ], env=env, cwd=REPO, stdout=log, stderr=subprocess.STDOUT))
-    return procs
+    return start_ranks(RUNNER, [out, data_root, TIMEOUT,
+                                json.dumps(scenarios)], world_size,
+                       f'{out}/w{world_size}_')
 
 
 def _result(out: Path, name: str, rank: int, log: str) -> dict:
