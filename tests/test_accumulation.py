@@ -14,6 +14,7 @@ from projects.mmdet3d_plugin.engine.hooks.accumulation_resume_hook import (
     AccumulationResumeHook)
 from projects.mmdet3d_plugin.engine.amp import (
     check_amp_supported, warn_accumulation_with_batchnorm)
+from projects.mmdet3d_plugin.constants import CPU_BF16_ENV
 from projects.mmdet3d_plugin.config.presets import (apply_presets,
                                                     apply_train_flags)
 
@@ -201,10 +202,16 @@ def test_bf16_checkpoint_roundtrip_accepts_amp_state(tmp_path):
     ('fp16', "preset 'fp16_dynamic'"),
     ('fp16-static', "preset 'fp16'"),
 ])
-def test_fp16_stops_at_start_without_gpu(tmp_path, amp, preset):
+def test_fp16_stops_at_start_without_gpu(tmp_path, monkeypatch, amp,
+                                         preset):
+    # The alternatives on a CPU without native bfloat16:
+    # tests/test_machine_precision.py.
+    monkeypatch.setenv(CPU_BF16_ENV, 'native')
     cfg = toy_cfg(tmp_path)
     apply_train_flags(cfg, amp=amp)
-    with pytest.raises(RuntimeError, match=preset + r".*'bf16'.*no AMP"):
+    with pytest.raises(RuntimeError,
+                       match=preset + r".*--amp bf16 \(preset 'bf16'.*"
+                       '--amp fp32'):
         check_amp_supported(cfg)
     # The runner refuses the same way before mmengine's assertion.
     runner = RUNNERS.build(cfg)
@@ -213,10 +220,16 @@ def test_fp16_stops_at_start_without_gpu(tmp_path, amp, preset):
 
 
 @requires_no_cuda
-def test_amp_wrapper_with_bf16_dtype_points_to_preset(tmp_path):
+@pytest.mark.parametrize('cpu_bf16, alternative', [
+    ('native', r"use --amp bf16 \(preset 'bf16'"),
+    ('emulated', 'train in float32 with --amp fp32'),
+])
+def test_amp_wrapper_with_bf16_dtype_points_to_preset(tmp_path, monkeypatch,
+                                                      cpu_bf16, alternative):
+    monkeypatch.setenv(CPU_BF16_ENV, cpu_bf16)
     cfg = toy_cfg(tmp_path)
     cfg.optim_wrapper.update(type='AmpOptimWrapper', dtype='bfloat16')
-    with pytest.raises(RuntimeError, match="use preset 'bf16'"):
+    with pytest.raises(RuntimeError, match=alternative):
         check_amp_supported(cfg)
 
 

@@ -25,6 +25,7 @@ import projects.mmdet3d_plugin  # noqa: F401  registers the plugin
 from gpu import requires_no_cuda
 from mmdet3d.registry import DATASETS, MODELS, TRANSFORMS
 from projects.mmdet3d_plugin.compat.inventory import OFF_VARIABLE
+from projects.mmdet3d_plugin.constants import CPU_BF16_ENV
 from projects.mmdet3d_plugin.doctor.preflight import main, run_doctor
 from projects.mmdet3d_plugin.doctor.context import (DoctorContext,
                                                     DoctorOptions, passed)
@@ -285,14 +286,18 @@ def test_unresolvable_type_skips_what_needs_the_model(tmp_path):
     ("presets = ['fp16']", {}),
     ('', dict(amp='fp16')),
 ], ids=['preset', 'train flag'])
+@pytest.mark.parametrize('cpu_bf16', ['native', 'emulated'])
 def test_fp16_without_cuda_fails_and_training_still_runs(
-        tmp_path, extra, kwargs):
+        tmp_path, monkeypatch, extra, kwargs, cpu_bf16):
+    monkeypatch.setenv(CPU_BF16_ENV, cpu_bf16)
     config = toy_config(tmp_path, extra=extra)
     report = run_doctor(config, iters=2, **kwargs)
     line = report.get('optim.amp')
     assert line.status == 'fail'
     assert 'CUDA' in line.detail
-    assert "presets = ['bf16']" in line.fix
+    assert '--amp fp32' in line.fix
+    assert ("--amp bf16 (preset 'bf16'" in line.fix) == (
+        cpu_bf16 == 'native')
     assert report.get('model.train').status == 'pass'
     assert 'float32, since optim.amp failed' in report.get(
         'model.train').detail
@@ -309,11 +314,36 @@ def test_train_flags_are_applied_as_tools_train_does(tmp_path):
     assert 'the run uses 0.02 (auto_scale_lr on)' in lr.detail
 
 
-def test_bf16_on_this_machine_passes(tmp_path):
+def test_bf16_on_this_machine_passes(tmp_path, monkeypatch):
+    monkeypatch.setenv(CPU_BF16_ENV, 'native')
     config = toy_config(tmp_path, extra="presets = ['bf16']")
     report = run_doctor(config, iters=1)
     assert report.get('optim.amp').status == 'pass', report.format()
     assert 'bfloat16' in report.get('optim.amp').detail
+    assert report.get('optim.bf16_speed').status == 'pass'
+
+
+@requires_no_cuda
+def test_bf16_on_an_emulating_cpu_warns_with_the_measured_slowdown(
+        tmp_path, monkeypatch):
+    monkeypatch.setenv(CPU_BF16_ENV, 'emulated')
+    config = toy_config(tmp_path, extra="presets = ['bf16']")
+    report = run_doctor(config, iters=1)
+    assert 'bfloat16 (emulated, slow)' in report.get('optim.amp').detail
+    speed = report.get('optim.bf16_speed')
+    assert speed.status == 'warn', report.format()
+    assert 'measured on stem (Linear 4->8' in speed.detail
+    assert 'x the float32 time)' in speed.detail
+    assert speed.fix.startswith('train in float32 with --amp fp32')
+    assert 'in float32, since bfloat16 is emulated' in report.get(
+        'model.train').detail
+
+
+def test_fp32_flag_over_an_fp16_preset_passes(tmp_path):
+    config = toy_config(tmp_path, extra="presets = ['fp16']")
+    report = run_doctor(config, iters=1, amp='fp32')
+    assert report.get('optim.amp').status == 'pass', report.format()
+    assert 'OptimWrapper trains in float32' in report.get('optim.amp').detail
 
 
 def test_cli_writes_json_and_exit_code(tmp_path, capsys):
@@ -476,12 +506,16 @@ def test_shipped_full_config_first_batch(off, nus_synthetic, tmp_path):
         [sys.executable, 'tools/doctor.py', str(PILLAR02), '--iters', '1',
          '--data-root', str(nus_synthetic), '--json', str(out),
          '--cfg-options', 'train_dataloader.batch_size=1',
-         'train_dataloader.num_workers=1'],
+         'train_dataloader.num_workers=1',
+         # The generated data is v1.0-mini (config.data_version says so).
+         'val_dataloader.dataset.metainfo.version=v1.0-mini',
+         'test_dataloader.dataset.metainfo.version=v1.0-mini'],
         cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
     by_name = {x['check']: x for x in json.loads(out.read_text())}
     first_batch = by_name['data.first_batch']
     if not off:
         assert proc.returncode == 0, proc.stdout[-4000:]
+        assert by_name['config.data_version']['status'] == 'pass'
         assert first_batch['status'] == 'pass', first_batch
         return
     assert proc.returncode == 1

@@ -13,6 +13,7 @@ from gpu import requires_cuda, requires_no_cuda
 from mmdet3d.registry import DATASETS, HOOKS, RUNNERS
 from precision_toys import collect_logs, parameters_of, toy_cfg
 from projects.mmdet3d_plugin import load_config
+from projects.mmdet3d_plugin.constants import CPU_BF16_ENV
 from projects.mmdet3d_plugin.engine.amp import check_amp_supported
 from projects.mmdet3d_plugin.config.legacy.translator import (
     format_migration_table, translate_legacy)
@@ -281,12 +282,18 @@ def test_seed_accumulation_snippet_trains(tmp_path):
 
 
 @requires_no_cuda
-def test_seed_fp16_snippet_refused_without_gpu(tmp_path):
+@pytest.mark.parametrize('cpu_bf16, alternative', [
+    ('native', r"--amp bf16 \(preset 'bf16'.*--amp fp32"),
+    ('emulated', r'float32 with --amp fp32'),
+])
+def test_seed_fp16_snippet_refused_without_gpu(tmp_path, monkeypatch,
+                                               cpu_bf16, alternative):
+    monkeypatch.setenv(CPU_BF16_ENV, cpu_bf16)
     cfg = load_config(
         _toy_snippet_cfg(tmp_path, SNIPPET_ACCUM + SNIPPET_FP16))
     with pytest.raises(RuntimeError,
                        match=r"preset 'fp16' .*0\.x fp16=dict\(loss_scale"
-                       r"=512\.\).*needs a CUDA GPU.*'bf16'"):
+                       r"=512\.\).*needs a CUDA GPU.*" + alternative):
         check_amp_supported(cfg)
 
 

@@ -306,8 +306,8 @@ def test_accum_flag_takes_any_count():
 @pytest.mark.parametrize('kwargs, match', [
     (dict(accum=0), r'--accum: expected a positive integer .* got 0'),
     (dict(accum=-2), 'got -2'),
-    (dict(amp='fp32'), r"--amp: expected one of \['fp16', 'fp16-static', "
-     r"'bf16'\]"),
+    (dict(amp='fp8'), r"--amp: expected one of \['fp16', 'fp16-static', "
+     r"'bf16', 'fp32'\]"),
 ])
 def test_bad_train_flags(kwargs, match):
     with pytest.raises(ValueError, match=match):
@@ -320,6 +320,7 @@ def test_bad_train_flags(kwargs, match):
     (['--amp'], None, 'fp16'),
     (['--amp', 'bf16', '--accum', '4'], 4, 'bf16'),
     (['--amp', 'fp16-static'], None, 'fp16-static'),
+    (['--amp', 'fp32', '--accum', '2'], 2, 'fp32'),
 ])
 def test_add_train_flags(argv, accum, amp):
     parser = argparse.ArgumentParser()

@@ -25,3 +25,6 @@ HANG_REPORT_NAME = 'hang_report.txt'
 HANG_MESSAGE_PREFIX = 'DistWatchdogHook: hang'
 #: Exit status of a rank that ``DistWatchdogHook`` ended (EX_TEMPFAIL).
 HANG_EXIT_CODE = 75
+#: Environment variable that overrides oneDNN's answer to "does this CPU run
+#: bfloat16 natively": 'native' or 'emulated' (unset: oneDNN decides).
+CPU_BF16_ENV = 'MMDET3D_PLUGIN_CPU_BF16'

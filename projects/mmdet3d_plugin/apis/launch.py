@@ -24,9 +24,12 @@ from ..constants import PLUGIN_MODULE as PLUGIN
 from ..compat.cpu_dist import init_cpu_dist
 from ..config.data_root import redirect_data_root
 from ..config.loading import add_cfg_options, load_config
-from ..config.presets import add_train_flags, apply_train_flags
+from ..config.run_checks import check_run_config
+from ..config.presets import (FP32_FLAG, add_train_flags, apply_train_flags,
+                              force_float32)
 from ..datasets.forkserver import setup_forkserver_preload
 from ..engine.amp import check_amp_supported
+from ..engine.checkpoint_fit import check_checkpoint_fits
 from ..engine.hooks.atomic_checkpoint_hook import use_atomic_checkpoints
 from ..failures.error_files import record_errors  # noqa: F401  tools/*.py
 from ..failures.rank_info import note_rank_context
@@ -86,6 +89,10 @@ def test_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description='Test (and evaluate) a model')
     parser.add_argument('config', help='test config file path')
     parser.add_argument('checkpoint', help='checkpoint file')
+    parser.add_argument(
+        '--amp', choices=[FP32_FLAG], default=None,
+        help='"fp32": evaluate in float32 whatever the config sets '
+        '(val_cfg / test_cfg fp16, AMP optimizer wrappers)')
     _common_args(parser)
     return parser
 
@@ -396,6 +403,7 @@ def prepare_train(args: argparse.Namespace) -> Config:
     use_atomic_checkpoints(cfg)
     apply_train_flags(cfg, accum=args.accum, amp=args.amp)
     check_amp_supported(cfg)
+    check_run_config(cfg, 'train')
     if args.sync_bn != 'none':
         cfg.sync_bn = args.sync_bn
     if args.auto_scale_lr:
@@ -438,10 +446,14 @@ def test(args: argparse.Namespace) -> dict:
             f'test: checkpoint {args.checkpoint!r} does not exist')
     cfg = load(args.config, args.cfg_options, args.launcher, args.work_dir,
                args.data_root)
+    if getattr(args, 'amp', None) == FP32_FLAG:
+        force_float32(cfg)
+    check_run_config(cfg, 'test')
     cfg.load_from = args.checkpoint
     note_rank_context(work_dir=osp.abspath(cfg.work_dir))
     setup_distributed(cfg)
     runner = build_runner(cfg)
+    check_checkpoint_fits(runner.model, args.checkpoint, args.config)
     note_rank_context(log_dir=osp.abspath(runner.log_dir))
     metrics = runner.test()
     if metrics is None:

@@ -44,6 +44,17 @@ AMP_FLAG_PRESETS = {
     'fp16-static': 'fp16',
     'bf16': 'bf16',
 }
+#: ``--amp fp32``: train (or test) in float32 whatever the config sets.
+FP32_FLAG = 'fp32'
+#: Every ``--amp`` choice of tools/train.py and the doctor.
+AMP_CHOICES = (*AMP_FLAG_PRESETS, FP32_FLAG)
+#: Wrapper types that autocast; ``--amp fp32`` replaces them by
+#: ``OptimWrapper``.
+_AUTOCAST_TYPES = ('AmpOptimWrapper', 'mmengine.AmpOptimWrapper',
+                   'ApexOptimWrapper', 'mmengine.ApexOptimWrapper',
+                   'BF16AmpOptimWrapper', 'mmdet3d.BF16AmpOptimWrapper')
+#: Loops whose ``fp16=True`` runs evaluation under autocast.
+_EVAL_LOOPS = ('val_cfg', 'test_cfg')
 
 #: Optim wrapper types whose ``loss_scale`` is checked (other custom types
 #: are left to their own validation).
@@ -320,6 +331,48 @@ def apply_presets(cfg: Config, names: Optional[Sequence[str]]) -> Config:
     return cfg
 
 
+def force_float32(cfg: Config, where: str = '--amp fp32') -> Config:
+    """Make a config train and evaluate in float32, in place.
+
+    Every optimizer wrapper that autocasts (``AmpOptimWrapper``, the
+    plugin's ``BF16AmpOptimWrapper``, ``ApexOptimWrapper``, whether set by
+    the config, a preset or a translated 0.x ``fp16`` key) becomes
+    ``OptimWrapper`` without ``dtype`` / ``loss_scale``; its optimizer,
+    accumulation and ``clip_grad`` are kept. ``fp16=True`` of
+    ``val_cfg`` / ``test_cfg`` is turned off.
+
+    Args:
+        cfg (Config): The loaded config.
+        where (str): Prefix of the log line. Defaults to '--amp fp32'.
+
+    Returns:
+        Config: ``cfg`` itself.
+    """
+    changes = []
+    optim_wrapper = cfg.get('optim_wrapper')
+    named = ([(k, w) for k, w in optim_wrapper.items() if isinstance(w, dict)]
+             if optim_wrapper and is_multi_wrapper(optim_wrapper) else
+             [('', optim_wrapper)] if optim_wrapper else [])
+    for name, wrapper in named:
+        key = 'optim_wrapper' + (f'.{name}' if name else '')
+        kind = wrapper.get('type', 'OptimWrapper')
+        if kind in _AUTOCAST_TYPES:
+            wrapper['type'] = 'OptimWrapper'
+            changes.append(f'{key}.type {kind!r} -> \'OptimWrapper\'')
+        for drop in ('dtype', 'loss_scale'):
+            if drop in wrapper:
+                changes.append(f'removed {key}.{drop}={wrapper.pop(drop)!r}')
+    for loop in _EVAL_LOOPS:
+        if (cfg.get(loop) or {}).get('fp16'):
+            cfg[loop]['fp16'] = False
+            changes.append(f'{loop}.fp16 True -> False')
+    print_log(
+        f'{where}: float32 ' + (f'({"; ".join(changes)})' if changes else
+                                '(the config already runs in float32)'),
+        logger='current')
+    return cfg
+
+
 def apply_train_flags(cfg: Config,
                       accum: Optional[int] = None,
                       amp: Union[None, bool, str] = None) -> Config:
@@ -328,23 +381,27 @@ def apply_train_flags(cfg: Config,
     They are equivalent to the presets: ``--accum 4`` is 'grad_accum_x4'
     (any N >= 1 is allowed), ``--amp``/``--amp fp16`` is 'fp16_dynamic'
     (mmdet3d's meaning of ``--amp``), ``--amp fp16-static`` is 'fp16' and
-    ``--amp bf16`` is 'bf16'.
+    ``--amp bf16`` is 'bf16'. ``--amp fp32`` trains in float32 whatever the
+    config, its presets or its 0.x ``fp16`` key set (:func:`force_float32`).
 
     Args:
         cfg (Config): The loaded config (after :func:`load_config`).
         accum (int, optional): Accumulation count. None keeps the config's.
         amp (bool | str, optional): None/False keeps the config's precision;
-            True means 'fp16'; otherwise one of :data:`AMP_FLAG_PRESETS`.
+            True means 'fp16'; otherwise one of :data:`AMP_CHOICES`.
 
     Returns:
         Config: ``cfg`` itself.
     """
     if amp is not None and amp is not False:
         mode = 'fp16' if amp is True else amp
-        if mode not in AMP_FLAG_PRESETS:
+        if mode not in AMP_CHOICES:
             raise ValueError(
-                f'--amp: expected one of {list(AMP_FLAG_PRESETS)} (or a bare '
+                f'--amp: expected one of {list(AMP_CHOICES)} (or a bare '
                 f'--amp for dynamic fp16), got {amp!r}.')
+    if amp == FP32_FLAG:
+        force_float32(cfg)
+    elif amp is not None and amp is not False:
         name = AMP_FLAG_PRESETS[mode]
         _merge_preset(cfg, load_preset(name), f'--amp {mode}')
         validate_optim_wrapper(cfg, f'--amp {mode}')
@@ -366,7 +423,8 @@ def apply_train_flags(cfg: Config,
 
 
 def add_train_flags(parser: argparse.ArgumentParser) -> None:
-    """Add ``--accum N`` and ``--amp [fp16|fp16-static|bf16]`` to a parser.
+    """Add ``--accum N`` and ``--amp [fp16|fp16-static|bf16|fp32]`` to a
+    parser.
 
     Pass the parsed values to :func:`apply_train_flags`.
 
@@ -385,10 +443,12 @@ def add_train_flags(parser: argparse.ArgumentParser) -> None:
         nargs='?',
         const='fp16',
         default=None,
-        choices=list(AMP_FLAG_PRESETS),
+        choices=list(AMP_CHOICES),
         help='mixed precision: bare --amp or "fp16" = float16 with dynamic '
         'loss scale (preset fp16_dynamic), "fp16-static" = static loss scale '
-        '512 (preset fp16), "bf16" = bfloat16, also on CPU (preset bf16)')
+        '512 (preset fp16), "bf16" = bfloat16 (preset bf16; on a CPU only '
+        'fast with AVX512-BF16 / AMX), "fp32" = float32 whatever the config '
+        'or its presets set')
 
 
 def preset_names_of(cfg: Union[Config, ConfigDict, Dict]) -> List[str]:

@@ -8,7 +8,8 @@ it starts), the checks that otherwise fail hours into a distributed job:
   ``requirements/mminstall.txt``, spconv for sparse models, the DataLoader
   start method of ``env_cfg.mp_cfg``;
 - config: it loads (presets, 0.x keys, plugin), every ``type=`` resolves in
-  its registry, data paths exist, info files are mmdet3d 1.x;
+  its registry, data paths exist, info files are mmdet3d 1.x, each nuScenes
+  evaluator finds the tables of its version, dataloader settings are valid;
 - data: the train and val datasets build and pickle for the start method
   (offending attribute paths named), a real DataLoader delivers its first
   batch, and free ``/dev/shm`` and host RAM hold what the node's workers
@@ -16,7 +17,8 @@ it starts), the checks that otherwise fail hours into a distributed job:
 - model: the Runner builds, N train iterations run, and parameters unused
   in all or some iterations are named with the ``find_unused_parameters``
   setting DDP needs;
-- optim: float16 / bfloat16 possible here, accumulation with BatchNorm,
+- optim: float16 / bfloat16 possible here (bfloat16's slowdown measured on
+  the model where the CPU emulates it), accumulation with BatchNorm,
   the effective batch and the LR with and without auto-scaling, finite
   losses;
 - dist: the backend the launchers pick here starts, the world size fits.
@@ -158,6 +160,8 @@ def _checks() -> List:
         ('config.types', types.check_types, cfg, ()),
         ('config.data_paths', cfg_.check_data_paths, cfg, ('info_files', )),
         ('config.info_files', cfg_.check_info_files, ('info_files', ), ()),
+        ('config.data_version', cfg_.check_data_version, cfg, ()),
+        ('config.dataloaders', cfg_.check_dataloaders, cfg, ()),
         ('dist.backend', dist.check_backend, cfg, ()),
         ('dist.world_size', dist.check_world_size, cfg, ()),
         ('optim.amp', optim.check_amp, cfg, ('amp_ok', )),
@@ -175,6 +179,8 @@ def _checks() -> List:
         ('data.shm', memory.check_shm, ('train_iterator', ), ()),
         ('data.host_ram', memory.check_host_ram, ('train_iterator', ), ()),
         ('model.build', model.check_build, cfg, ('runner', )),
+        ('optim.bf16_speed', optim.check_bf16_speed, ('runner', ),
+         ('bf16_emulated', )),
         ('model.train', model.check_train, ('runner', 'dataset.train'),
          ('train_stats', )),
         ('model.unused_params', model.check_unused, ('train_stats', ), ()),

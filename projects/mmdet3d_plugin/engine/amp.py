@@ -2,10 +2,12 @@
 
 mmengine's ``AmpOptimWrapper`` asserts deep inside the Runner when no GPU is
 present; :func:`check_amp_supported` says the same before anything is built,
-naming the preset and the alternatives.
+naming the preset and the alternatives that run on this machine (bfloat16
+only where the CPU runs it natively). :func:`warn_bf16_on_cpu` measures what
+emulated bfloat16 would cost before the first iteration.
 """
 import logging
-from typing import Dict, Union
+from typing import Dict, Optional, Union
 
 import torch
 from mmengine.config import Config
@@ -17,9 +19,9 @@ from torch.nn.modules.batchnorm import _BatchNorm
 
 from ..config.optim_wrapper import (BF16_TYPES, DEVICE_AMP_TYPES,
                                     accumulative_counts_of, precision_name,
-                                    wrappers_of)
-
-#: Wrapper types that need a GPU-like device (mmengine asserts on CPU).
+                                    precision_of, wrappers_of)
+from .cpu_bf16 import (cpu_bf16_native, measure_bf16_slowdown,
+                       native_check_source)
 
 
 def _accelerator_available() -> bool:
@@ -54,17 +56,15 @@ def check_amp_supported(cfg: Union[Config, Dict]) -> None:
         if wrapper_type in DEVICE_AMP_TYPES and \
                 not _accelerator_available():
             if wrapper.get('dtype') in ('bfloat16', torch.bfloat16):
-                fix = ("use preset 'bf16' (--amp bf16), whose "
-                       'BF16AmpOptimWrapper runs bfloat16 autocast on CPU')
+                needs = ('mmengine\'s AmpOptimWrapper needs a GPU even for '
+                         'bfloat16')
             else:
-                fix = ("float16 autocast needs a GPU: use preset 'bf16' "
-                       '(--amp bf16; bfloat16 autocast runs on CPU) or no '
-                       'AMP preset (float32)')
+                needs = 'float16 autocast needs a GPU'
             raise AmpUnsupportedError(
                 f'AMP check: {name} sets optim_wrapper.type='
                 f'{wrapper_type!r}, which needs a CUDA GPU, but '
                 'torch.cuda.is_available() is False on this machine; '
-                f'{fix}.')
+                f'{needs}: {cpu_precision_fix()}.')
         if wrapper_type in BF16_TYPES and is_cuda_available() and \
                 not torch.cuda.is_bf16_supported():
             raise AmpUnsupportedError(
@@ -72,6 +72,71 @@ def check_amp_supported(cfg: Union[Config, Dict]) -> None:
                 f'({torch.cuda.get_device_name()}) does not support (Ampere '
                 "or newer does); use preset 'fp16_dynamic' (--amp fp16) or "
                 'no AMP preset.')
+
+
+def cpu_precision_fix() -> str:
+    """What to train with on this CPU-only machine instead of float16.
+
+    bfloat16 is named only where the CPU runs it natively; elsewhere it
+    would be about 150x slower than float32.
+    """
+    if cpu_bf16_native():
+        return ("use --amp bf16 (preset 'bf16'; this CPU runs bfloat16 "
+                'natively) or --amp fp32 (float32, whatever the config '
+                'sets)')
+    return ('train in float32 with --amp fp32 (it overrides the config\'s '
+            'AMP settings), or drop the AMP preset / 0.x fp16 key; this CPU '
+            'has no native bfloat16 (no AVX512-BF16 / AMX), where bfloat16 '
+            'autocast runs about 150x slower than float32')
+
+
+def _bf16_on_cpu(cfg: Union[Config, Dict]) -> bool:
+    return not _accelerator_available() and any(
+        precision_of(w) == 'bfloat16'
+        for w in wrappers_of(cfg.get('optim_wrapper')))
+
+
+def bf16_cpu_slowdown(model: nn.Module, cfg: Union[Config,
+                                                   Dict]) -> Optional[str]:
+    """The slowdown of bfloat16 training on a CPU without native bfloat16.
+
+    Args:
+        model (nn.Module): The model, built on the CPU.
+        cfg (Config | dict): Config holding ``optim_wrapper``.
+
+    Returns:
+        str | None: The measured slowdown and the fix, one line; None when
+        the config trains in another precision, an accelerator is present
+        or the CPU runs bfloat16 natively.
+    """
+    if not _bf16_on_cpu(cfg) or cpu_bf16_native():
+        return None
+    measured = measure_bf16_slowdown(model)
+    numbers = measured.describe() if measured is not None else \
+        'the model has no Conv2d / Linear layer to time'
+    return ('bfloat16 on this CPU is emulated (no AVX512-BF16 / AMX; '
+            f'{native_check_source()}): {numbers}. Fix: train in '
+            'float32 with --amp fp32, or train on a GPU or a CPU with '
+            'AVX512-BF16 / AMX')
+
+
+def warn_bf16_on_cpu(model: nn.Module, cfg: Union[Config, Dict]) -> bool:
+    """Warn once, before the first iteration, when bfloat16 autocast would
+    run emulated on this CPU, with the slowdown measured on the model.
+
+    Args:
+        model (nn.Module): The model, built on the CPU.
+        cfg (Config | dict): Config holding ``optim_wrapper``.
+
+    Returns:
+        bool: True if a warning was logged.
+    """
+    message = bf16_cpu_slowdown(model, cfg)
+    if message is None:
+        return False
+    print_log(f'AMP check: {message}.', logger='current',
+              level=logging.WARNING)
+    return True
 
 
 def warn_accumulation_with_batchnorm(model: nn.Module,

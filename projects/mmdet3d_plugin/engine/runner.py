@@ -7,7 +7,8 @@ from mmdet3d.registry import RUNNERS
 
 from ..config.optim_wrapper import is_multi_wrapper
 from ..config.presets import validate_optim_wrapper
-from .amp import check_amp_supported, warn_accumulation_with_batchnorm
+from .amp import (check_amp_supported, warn_accumulation_with_batchnorm,
+                  warn_bf16_on_cpu)
 from .hooks.accumulation_resume_hook import AccumulationResumeHook
 from .lr_scaling import lr_scale_factor
 
@@ -40,8 +41,10 @@ class PluginRunner(Runner):
       accumulation) and logs the factors and the resulting LR;
     - :meth:`build_optim_wrapper` validates the accumulation / loss scale
       values, stops with a clear message when the AMP mode cannot run on this
-      machine (:func:`check_amp_supported`), and warns once when gradients
-      are accumulated through BatchNorm layers;
+      machine (:func:`check_amp_supported`), warns with the measured
+      slowdown when bfloat16 would be emulated on this CPU
+      (:func:`warn_bf16_on_cpu`), and warns once when gradients are
+      accumulated through BatchNorm layers;
     - with ``accumulative_counts > 1`` an :class:`AccumulationResumeHook` is
       registered, so resuming inside an accumulation cycle is exact (in
       single-process runs; distributed runs get a warning).
@@ -90,6 +93,7 @@ class PluginRunner(Runner):
                 train_dataloader=self.cfg.get('train_dataloader') or {})
             validate_optim_wrapper(cfg)
             check_amp_supported(cfg)
+            warn_bf16_on_cpu(self.model, cfg)
             warn_accumulation_with_batchnorm(self.model, cfg)
         return super().build_optim_wrapper(optim_wrapper)
 

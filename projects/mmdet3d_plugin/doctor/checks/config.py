@@ -9,6 +9,8 @@ from ...apis.launch import PluginDirCollisionError, load, plugin_dir_collision
 from ...config.data_root import redirect_data_root, unwrap_datasets
 from ...config.loading import load_config
 from ...config.presets import apply_train_flags
+from ...config.run_checks import (data_version_problems, dataloader_problems,
+                                  version_error)
 from ...datasets.builder import SPLITS
 from ...datasets.info_checks import describe_info_format
 from ...engine.hooks.atomic_checkpoint_hook import use_atomic_checkpoints
@@ -250,3 +252,25 @@ def check_info_files(ctx: DoctorContext) -> CheckResult:
                 f' of {len(files)} info files are not in the 1.x format '
                 f"('metainfo' + 'data_list'): " + '; '.join(details)), fix)
     return passed('config.info_files', '1.x format: ' + '; '.join(details))
+
+
+def check_data_version(ctx: DoctorContext) -> CheckResult:
+    """Every nuScenes evaluator loads a version its data root holds."""
+    problems = data_version_problems(ctx.cfg)
+    if problems:
+        detail, fix = version_error(problems).split('. Fix: ', 1)
+        return failed('config.data_version', detail, fix)
+    return passed('config.data_version',
+                  'every nuScenes evaluator finds the tables of its version '
+                  '(or none is configured)')
+
+
+def check_dataloaders(ctx: DoctorContext) -> CheckResult:
+    """Dataloader settings torch's DataLoader accepts."""
+    problems = dataloader_problems(ctx.cfg)
+    if problems:
+        detail, fix = problems[0].split('. Fix: ', 1)
+        more = f' (+{len(problems) - 1} more)' if len(problems) > 1 else ''
+        return failed('config.dataloaders', detail + more, fix)
+    return passed('config.dataloaders',
+                  'persistent_workers only with num_workers > 0')

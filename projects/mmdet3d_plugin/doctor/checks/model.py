@@ -148,6 +148,10 @@ def check_train(ctx: DoctorContext) -> CheckResult:
     if ctx.artifacts.get('amp_ok') is False:
         optim_cfg = _fp32_wrapper(optim_cfg)
         notes.append('in float32, since optim.amp failed')
+    elif ctx.artifacts.get('bf16_emulated'):
+        optim_cfg = _fp32_wrapper(optim_cfg)
+        notes.append('in float32, since bfloat16 is emulated on this CPU '
+                     '(optim.bf16_speed)')
     if hasattr(model, 'init_weights'):
         model.init_weights()
     if ctx.cfg.get('load_from'):

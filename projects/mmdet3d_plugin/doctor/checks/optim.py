@@ -5,7 +5,9 @@ from typing import Dict, List, Tuple
 
 from ...config.optim_wrapper import (accumulative_counts_of, first_wrapper,
                                      precision_of)
-from ...engine.amp import check_amp_supported, warn_accumulation_with_batchnorm
+from ...engine.amp import (bf16_cpu_slowdown, check_amp_supported,
+                           cpu_precision_fix, warn_accumulation_with_batchnorm)
+from ...engine.cpu_bf16 import cpu_bf16_native
 from ...engine.lr_scaling import effective_batch_size, effective_lr
 from ...engine.runner import PluginRunner
 from ..context import (CheckResult, DoctorContext, failed, one_line, passed,
@@ -13,7 +15,9 @@ from ..context import (CheckResult, DoctorContext, failed, one_line, passed,
 
 
 def machine_precisions() -> List[str]:
-    """Autocast dtypes that run on this machine (tried on a tiny matmul)."""
+    """Autocast dtypes that run on this machine (tried on a tiny matmul);
+    bfloat16 on a CPU without native support is listed as
+    'bfloat16 (emulated, slow)'."""
     import torch
     device = 'cuda' if torch.cuda.is_available() else 'cpu'
     out = ['float32']
@@ -29,7 +33,9 @@ def machine_precisions() -> List[str]:
                 a = torch.ones(4, 4, device=device)
                 product = a @ a
             if product.dtype == dtype:
-                out.append(name)
+                emulated = device == 'cpu' and name == 'bfloat16' and \
+                    not cpu_bf16_native()
+                out.append(f'{name} (emulated, slow)' if emulated else name)
         except (RuntimeError, ValueError):
             continue
     return out
@@ -53,21 +59,36 @@ def check_amp(ctx: DoctorContext) -> CheckResult:
     except RuntimeError as exc:
         ctx.provide('amp_ok', False)
         message = str(exc).split(': ', 1)[-1].split('; ', 1)[0]
-        if precision == 'float16' or 'bfloat16' not in possible:
-            fix = ("use presets = ['bf16'] (--amp bf16; bfloat16 autocast "
-                   'runs on CPU) or drop the float16 preset / --amp, or run '
-                   'on a CUDA machine')
+        if device == 'CPU':
+            fix = cpu_precision_fix() + ', or run on a CUDA machine'
         else:
             fix = ("use presets = ['fp16_dynamic'] (--amp fp16) on this GPU, "
                    'or drop the AMP preset')
         return failed('optim.amp', one_line(f'{message}; {here}'), fix)
-    if precision not in possible:
+    if not any(p.split()[0] == precision for p in possible):
         ctx.provide('amp_ok', False)
         return failed(
             'optim.amp', f'{kind} trains in {precision}, but {here}',
-            "use presets = ['bf16'] or no AMP preset")
+            'train in float32 with --amp fp32, or drop the AMP preset')
     ctx.provide('amp_ok', True)
     return passed('optim.amp', f'{kind} trains in {precision}; {here}')
+
+
+def check_bf16_speed(ctx: DoctorContext) -> CheckResult:
+    """bfloat16 on a CPU without native support: the slowdown, measured on
+    the model's own first convolution (a warning)."""
+    model = ctx.artifacts['runner'].model
+    slowdown = bf16_cpu_slowdown(model, ctx.cfg)
+    ctx.provide('bf16_emulated', slowdown is not None)
+    if slowdown is not None:
+        detail, fix = slowdown.split('. Fix: ', 1)
+        return warned('optim.bf16_speed', detail, fix)
+    precision = precision_of(first_wrapper(ctx.cfg) or {})
+    if precision != 'bfloat16':
+        return passed('optim.bf16_speed', f'trains in {precision}')
+    return passed('optim.bf16_speed',
+                  'bfloat16 runs natively here (GPU, or a CPU with '
+                  'AVX512-BF16 / AMX)')
 
 
 def check_accumulation_bn(ctx: DoctorContext) -> CheckResult:
