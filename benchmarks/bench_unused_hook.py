@@ -192,7 +192,7 @@ def worker(args) -> None:
 
 
 def launch(args) -> dict:
-    from projects.mmdet3d_plugin.engine.ports import free_port
+    from projects.mmdet3d_plugin.dist.ports import free_port
     from projects.mmdet3d_plugin.synthetic.writer import (
         prepare_synthetic_nuscenes)
     from dist_env import rendezvous_env

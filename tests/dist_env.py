@@ -9,7 +9,7 @@ from typing import Dict, List, Sequence
 
 import pytest
 
-from projects.mmdet3d_plugin.engine.ports import free_port
+from projects.mmdet3d_plugin.dist.ports import free_port
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -13,7 +13,7 @@ from torch import nn
 
 import projects.mmdet3d_plugin  # noqa: F401  applies the fixes
 from projects.mmdet3d_plugin.compat.cpu_dist import init_cpu_dist
-from projects.mmdet3d_plugin.engine.ports import free_port
+from projects.mmdet3d_plugin.dist.ports import free_port
 from dist_env import rendezvous_env
 
 

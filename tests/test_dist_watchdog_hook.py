@@ -36,7 +36,7 @@ from projects.mmdet3d_plugin.constants import (HANG_EXIT_CODE,
                                                HANG_MESSAGE_PREFIX,
                                                HANG_REPORT_NAME)
 from projects.mmdet3d_plugin.engine.hooks import DistWatchdogHook
-from projects.mmdet3d_plugin.engine.ports import free_port
+from projects.mmdet3d_plugin.dist.ports import free_port
 from projects.mmdet3d_plugin.engine.watchdog import (DistWatchdogHang,
                                                      HangErrorHandler,
                                                      RankStacks, RankStatus,

@@ -22,7 +22,7 @@ from projects.mmdet3d_plugin.constants import (FAILURE_REPORT_NAME,
                                                HANG_EXIT_CODE,
                                                HANG_MESSAGE_PREFIX,
                                                HANG_REPORT_NAME)
-from projects.mmdet3d_plugin.engine.ports import free_port
+from projects.mmdet3d_plugin.dist.ports import free_port
 from projects.mmdet3d_plugin.engine.watchdog import (DistWatchdogHang,
                                                      HangErrorHandler)
 from projects.mmdet3d_plugin.failures import (CAUSES, RankFailure,

@@ -131,9 +131,9 @@ def test_without_distributed_evaluates_in_process():
 def test_dist_wait_timeout_is_validated(value):
     with pytest.raises(
             ValueError,
-            match=r'^SafeNuScenesMetric: dist_wait_timeout must be a '
-            r'positive, finite number of seconds .*; got '
-            f'{re.escape(repr(value))}. Set e.g. '
+            match=r'^SafeNuScenesMetric: dist_wait_timeout .* must be a '
+            r'positive, finite number of seconds, got '
+            f'{re.escape(repr(value))} .*; e.g. '
             r'dist_wait_timeout=14400'):
         SafeNuScenesMetric(data_root='x', ann_file='x/a.pkl',
                            dist_wait_timeout=value)

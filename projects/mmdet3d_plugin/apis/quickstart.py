@@ -34,7 +34,7 @@ from mmengine.runner import Runner
 from ..constants import NUSCENES_CLASSES, REPO_ROOT
 from ..config.data_root import redirect_data_root
 from ..config.loading import load_config
-from ..engine.ports import free_port
+from ..dist.ports import free_port
 from ..synthetic.writer import prepare_synthetic_nuscenes
 from .bev_figure import draw_bev, predict_frame
 from .launch import build_runner

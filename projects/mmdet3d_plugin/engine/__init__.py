@@ -1,6 +1,5 @@
 """Runner-side pieces: hooks, the bfloat16 optim wrapper, accumulation-aware
 LR scaling, AMP checks."""
-from ..config.optim_wrapper import accumulative_counts_of
 from .amp import (AmpUnsupportedError, check_amp_supported,
                   warn_accumulation_with_batchnorm)
 from .hooks import (AccumulationResumeHook, AtomicCheckpointHook,
@@ -8,13 +7,12 @@ from .hooks import (AccumulationResumeHook, AtomicCheckpointHook,
                     use_atomic_checkpoints)
 from .lr_scaling import effective_batch_size, effective_lr, lr_scale_factor
 from .optimizers import BF16AmpOptimWrapper
-from .ports import free_port
 from .runner import PluginRunner
 
 __all__ = [
     'AccumulationResumeHook', 'AmpUnsupportedError', 'AtomicCheckpointHook',
     'BF16AmpOptimWrapper', 'DDPUnusedParamHook', 'DistWatchdogHook',
-    'PluginRunner', 'accumulative_counts_of', 'check_amp_supported',
-    'effective_batch_size', 'effective_lr', 'free_port', 'lr_scale_factor',
+    'PluginRunner', 'check_amp_supported',
+    'effective_batch_size', 'effective_lr', 'lr_scale_factor',
     'use_atomic_checkpoints', 'warn_accumulation_with_batchnorm'
 ]

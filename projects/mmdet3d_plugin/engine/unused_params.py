@@ -8,41 +8,15 @@ is correct. :func:`~projects.mmdet3d_plugin.apis.find_unused_parameters`
 runs the same check for a config in one process, before a multi-GPU job is
 launched.
 """
-import re
 from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
 from mmengine.config import Config
 
-REPORT_FILE = 'unused_params.json'
+from ..diagnostics.unused_report import (REPORT_FILE, is_ddp_unused_error,
+                                        parse_unused_indices)
+
 COST_NOTE = ('an extra traversal of the autograd graph every iteration, '
              'typically 5-10% of the iteration time')
-_DDP_ERROR = 'Expected to have finished reduction in the prior iteration'
-_DDP_INDICES = re.compile(
-    r'Parameter indices which did not receive grad for rank (\d+):'
-    r'((?:\s*\d+)*)')
-
-
-def is_ddp_unused_error(err: BaseException) -> bool:
-    """Whether ``err`` is DDP's error about parameters without gradient."""
-    return isinstance(err, RuntimeError) and _DDP_ERROR in str(err)
-
-
-def parse_unused_indices(message: str) -> Dict[int, List[int]]:
-    """Read DDP's ``Parameter indices which did not receive grad`` lines.
-
-    Args:
-        message (str): Text of DDP's "Expected to have finished reduction"
-            error.
-
-    Returns:
-        dict[int, list[int]]: Rank to indices into the DDP parameter list
-        (trainable parameters of the wrapped module in ``named_parameters()``
-        order). Empty when the message names no indices.
-    """
-    return {
-        int(rank): [int(i) for i in indices.split()]
-        for rank, indices in _DDP_INDICES.findall(message)
-    }
 
 
 class UnusedParamSummary:

@@ -9,18 +9,16 @@ a long evaluation (the nuScenes val split, in stock mmdet3d) kills the
 training run. :class:`Rank0EvaluateMixin` moves that wait onto a gloo group
 with its own timeout.
 """
-import datetime
 import logging
-import math
-import numbers
 from typing import Any, Dict, Optional, Tuple
 
-import torch.distributed as torch_dist
 from torch import Tensor
 from mmengine.dist import (broadcast_object_list, collect_results,
                            get_default_group, get_dist_info)
 from mmengine.logging import print_log
 from mmengine.structures import BaseDataElement
+
+from ..dist import long_phase, positive_seconds, side_group
 
 #: Default of ``dist_wait_timeout``: 4 hours.
 DEFAULT_DIST_WAIT_TIMEOUT = 4 * 3600.0
@@ -49,8 +47,7 @@ def rank0_wait_group(timeout: float):
     cached = _WAIT_GROUPS.get(timeout)
     if cached is not None and cached[0] is world:
         return cached[1]
-    group = torch_dist.new_group(
-        backend='gloo', timeout=datetime.timedelta(seconds=timeout))
+    group = side_group(timeout)
     _WAIT_GROUPS[timeout] = (world, group)
     print_log(
         f'evaluation: while rank 0 computes the metrics, the other ranks '
@@ -89,18 +86,11 @@ class Rank0EvaluateMixin:
                  *args,
                  dist_wait_timeout: float = DEFAULT_DIST_WAIT_TIMEOUT,
                  **kwargs) -> None:
-        if (not isinstance(dist_wait_timeout, numbers.Real)
-                or isinstance(dist_wait_timeout, bool)
-                or not math.isfinite(dist_wait_timeout)
-                or dist_wait_timeout <= 0):
-            raise ValueError(
-                f'{type(self).__name__}: dist_wait_timeout must be a '
-                'positive, finite number of seconds (how long the other '
-                'ranks wait for rank 0 to evaluate); got '
-                f'{dist_wait_timeout!r}. Set e.g. dist_wait_timeout=14400 '
-                '(4 hours) in the evaluator config.')
+        self.dist_wait_timeout = positive_seconds(
+            type(self).__name__, 'dist_wait_timeout (how long the other '
+            'ranks wait for rank 0 to evaluate)', dist_wait_timeout,
+            'dist_wait_timeout=14400 (4 hours) in the evaluator config')
         super().__init__(*args, **kwargs)
-        self.dist_wait_timeout = float(dist_wait_timeout)
 
     def evaluate(self, size: int) -> dict:
         """Collect the results, evaluate on rank 0, share the metrics.
@@ -139,13 +129,18 @@ class Rank0EvaluateMixin:
         group = rank0_wait_group(self.dist_wait_timeout)
         message: list = [None]
         error: Optional[BaseException] = None
-        if rank == 0:
-            try:
-                message[0] = ('ok', self._prefixed_metrics(results))
-            except Exception as exc:  # shared, then raised below
-                error = exc
-                message[0] = ('error', f'{type(exc).__name__}: {exc}')
-        broadcast_object_list(message, src=0, group=group)
+        name = type(self).__name__
+        detail = (f'rank 0 computes {name}.compute_metrics' if rank == 0 else
+                  f'waits for rank 0 to compute {name}.compute_metrics')
+        # DistWatchdogHook counts this phase against dist_wait_timeout.
+        with long_phase('evaluation', detail, self.dist_wait_timeout):
+            if rank == 0:
+                try:
+                    message[0] = ('ok', self._prefixed_metrics(results))
+                except Exception as exc:  # shared, then raised below
+                    error = exc
+                    message[0] = ('error', f'{type(exc).__name__}: {exc}')
+            broadcast_object_list(message, src=0, group=group)
         if error is not None:
             raise error
         status, payload = message[0]

@@ -13,7 +13,7 @@ from typing import NamedTuple, Optional, Tuple
 
 from ..constants import HANG_EXIT_CODE, HANG_MESSAGE_PREFIX, HANG_REPORT_NAME
 from ..compat.known_errors import KNOWN_ERRORS
-from ..engine.unused_params import REPORT_FILE as UNUSED_PARAMS_FILE
+from ..diagnostics.unused_report import REPORT_FILE as UNUSED_PARAMS_FILE
 
 
 class Cause(NamedTuple):

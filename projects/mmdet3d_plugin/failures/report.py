@@ -20,8 +20,8 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ..constants import (FAILURE_REPORT_NAME, HANG_EXIT_CODE,
                          HANG_MESSAGE_PREFIX, HANG_REPORT_NAME)
-from ..engine.unused_params import REPORT_FILE as UNUSED_PARAMS_FILE
-from ..engine.unused_params import parse_unused_indices
+from ..diagnostics.unused_report import REPORT_FILE as UNUSED_PARAMS_FILE
+from ..diagnostics.unused_report import parse_unused_indices
 from ..fileio.atomic import atomic_write
 from .causes import (DDP_UNUSED, EXCEPTION, HANG, HOST_OOM, LOST_PEER,
                      SHM_FULL, TERMINATED, UNKNOWN, VICTIM_SIGNALS, Cause,

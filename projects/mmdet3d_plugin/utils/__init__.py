@@ -8,7 +8,7 @@ from ..config import (add_train_flags, apply_presets, apply_train_flags,
                       redirect_data_root, translate_legacy)
 from ..datasets import (check_picklable, find_unpicklable,
                         setup_forkserver_preload)
-from ..engine.ports import free_port
+from ..dist.ports import free_port
 from ..synthetic import (SyntheticNuScenesConfig, create_nuscenes_infos,
                          generate_synthetic_nuscenes, load_mmdet3d_converter,
                          prepare_synthetic_nuscenes)
