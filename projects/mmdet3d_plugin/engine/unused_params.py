@@ -12,8 +12,8 @@ from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
 from mmengine.config import Config
 
-from ..diagnostics.unused_report import (REPORT_FILE, is_ddp_unused_error,
-                                        parse_unused_indices)
+from ..diagnostics.unused_report import (  # noqa: F401  the hook's
+    REPORT_FILE, is_ddp_unused_error, parse_unused_indices)
 
 COST_NOTE = ('an extra traversal of the autograd graph every iteration, '
              'typically 5-10% of the iteration time')
