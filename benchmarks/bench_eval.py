@@ -284,7 +284,7 @@ def child(args) -> dict:
                                                     SafeNuScenesMetric,
                                                     evaluate,
                                                     load_ground_truth)
-    from projects.mmdet3d_plugin.evaluation.results_json import \
+    from projects.mmdet3d_plugin.evaluation.functional.results_json import \
         write_results_json
     root = Path(args.root)
     out = tempfile.mkdtemp(prefix='bench_eval_')

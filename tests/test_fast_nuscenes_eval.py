@@ -27,9 +27,10 @@ from nuscenes.eval.detection.evaluate import DetectionEval
 
 from projects.mmdet3d_plugin.evaluation import (NuscBoxes, Predictions,
                                                 evaluate, load_ground_truth)
-from projects.mmdet3d_plugin.evaluation.gt_cache import cache_key
-from projects.mmdet3d_plugin.evaluation.nusc_format import ATTRIBUTES
-from projects.mmdet3d_plugin.evaluation.results_json import \
+from projects.mmdet3d_plugin.evaluation.functional.gt_cache import cache_key
+from projects.mmdet3d_plugin.evaluation.functional.nusc_format import \
+    ATTRIBUTES
+from projects.mmdet3d_plugin.evaluation.functional.results_json import \
     write_results_json
 
 VERSION = 'v1.0-mini'

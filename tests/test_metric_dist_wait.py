@@ -18,7 +18,7 @@ from mmengine.evaluator import BaseMetric
 
 from projects.mmdet3d_plugin.evaluation import (Rank0EvaluateMixin,
                                                 SafeNuScenesMetric)
-from projects.mmdet3d_plugin.evaluation.rank0_evaluate import (
+from projects.mmdet3d_plugin.evaluation.metrics.rank0_evaluate import (
     DEFAULT_DIST_WAIT_TIMEOUT)
 from dist_env import start_ranks
 

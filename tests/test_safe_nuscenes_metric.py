@@ -18,7 +18,7 @@ from mmdet3d.structures import LiDARInstance3DBoxes
 from projects.mmdet3d_plugin.datasets.picklable import PicklableDetectionConfig
 from projects.mmdet3d_plugin.datasets.safe_nuscenes_dataset import (
     SafeNuScenesDataset)
-from projects.mmdet3d_plugin.evaluation.safe_nuscenes_metric import (
+from projects.mmdet3d_plugin.evaluation.metrics.safe_nuscenes_metric import (
     BACKENDS, SafeNuScenesMetric)
 
 PREFIX = dict(pts='samples/LIDAR_TOP', img='', sweeps='sweeps/LIDAR_TOP')

@@ -120,7 +120,8 @@ OVERRIDES = (
         reviewed={'mmengine': '>=0.10.0,<=0.10.7'}),
     Override(
         name='metric_evaluate_single',
-        where='evaluation/safe_nuscenes_metric.py: SafeNuScenesMetric',
+        where='evaluation/metrics/safe_nuscenes_metric.py: '
+        'SafeNuScenesMetric',
         what='overrides the private NuScenesMetric._evaluate_single to score '
         'a result without any box',
         upstream='mmdet3d.evaluation.NuScenesMetric (private method)',

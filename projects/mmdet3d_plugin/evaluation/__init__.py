@@ -1,9 +1,10 @@
-from .detection_eval import Predictions, evaluate
-from .gt_cache import GroundTruth, load_ground_truth
-from .nusc_format import NuscBoxes, SampleFrame, lidar_to_global
-from .rank0_evaluate import Rank0EvaluateMixin, rank0_wait_group
-from .results_json import write_results_json
-from .safe_nuscenes_metric import BACKENDS, SafeNuScenesMetric
+"""nuScenes evaluation, split as mmdet3d's: ``metrics/`` (the registered
+metric, rank 0 evaluating) over ``functional/`` (pure computation)."""
+from .functional import (GroundTruth, NuscBoxes, Predictions, SampleFrame,
+                         evaluate, lidar_to_global, load_ground_truth,
+                         write_results_json)
+from .metrics import (BACKENDS, Rank0EvaluateMixin, SafeNuScenesMetric,
+                      rank0_wait_group)
 
 __all__ = [
     'BACKENDS', 'GroundTruth', 'NuscBoxes', 'Predictions',

@@ -16,13 +16,14 @@ from mmdet3d.structures import LiDARInstance3DBoxes
 from nuscenes.eval.common.data_classes import EvalBoxes
 from nuscenes.eval.detection.evaluate import DetectionEval
 
-from ..datasets.picklable import PicklableDetectionConfig, PicklableStateMixin
-from .detection_eval import Predictions, evaluate
-from .gt_cache import load_ground_truth
-from .nusc_format import (NuscBoxes, SampleFrame, attribute_table,
-                          lidar_to_global)
+from ...datasets.picklable import (PicklableDetectionConfig,
+                                   PicklableStateMixin)
+from ..functional.detection_eval import Predictions, evaluate
+from ..functional.gt_cache import load_ground_truth
+from ..functional.nusc_format import (NuscBoxes, SampleFrame,
+                                      attribute_table, lidar_to_global)
+from ..functional.results_json import write_results_json
 from .rank0_evaluate import Rank0EvaluateMixin
-from .results_json import write_results_json
 
 #: Evaluation backends: arrays and numba, or the nuScenes devkit.
 BACKENDS = ('fast', 'devkit')
@@ -40,17 +41,18 @@ class SafeNuScenesMetric(PicklableStateMixin, Rank0EvaluateMixin,
       this one holds a :class:`PicklableDetectionConfig`.
     * ``process()`` converts each sample's LiDAR boxes to the devkit's
       global-frame boxes with numpy, on the rank that predicted them
-      (:func:`~.nusc_format.lidar_to_global`: the stock metric's boxes, in
-      its order, with its attribute names), and keeps compact arrays, so
-      rank 0 gathers arrays instead of box objects. Camera boxes keep the
-      stock path (formatting and devkit evaluation on rank 0).
+      (:func:`~..functional.nusc_format.lidar_to_global`: the stock
+      metric's boxes, in its order, with its attribute names), and keeps
+      compact arrays, so rank 0 gathers arrays instead of box objects.
+      Camera boxes keep the stock path (formatting and devkit evaluation on
+      rank 0).
     * ``backend='fast'`` evaluates those arrays with
-      :func:`~.detection_eval.evaluate` (the devkit's ``DetectionEval`` on
-      arrays, every metric equal to the devkit's) against the split's
-      ground truth loaded once from the tables and cached on disk
-      (:func:`~.gt_cache.load_ground_truth`); ``backend='devkit'`` runs
-      nuscenes-devkit's ``NuScenesEval`` on ``results_nusc.json`` as the
-      stock metric does.
+      :func:`~..functional.detection_eval.evaluate` (the devkit's
+      ``DetectionEval`` on arrays, every metric equal to the devkit's)
+      against the split's ground truth loaded once from the tables and
+      cached on disk (:func:`~..functional.gt_cache.load_ground_truth`);
+      ``backend='devkit'`` runs nuscenes-devkit's ``NuScenesEval`` on
+      ``results_nusc.json`` as the stock metric does.
     * ``results_nusc.json`` (the devkit's result file and the test server's
       submission format) is written under ``jsonfile_prefix`` when one is
       given, with ``metrics_summary.json`` and ``metrics_details.json``

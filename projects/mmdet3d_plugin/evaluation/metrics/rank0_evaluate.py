@@ -18,7 +18,7 @@ from mmengine.dist import (broadcast_object_list, collect_results,
 from mmengine.logging import print_log
 from mmengine.structures import BaseDataElement
 
-from ..dist import long_phase, positive_seconds, side_group
+from ...dist import long_phase, positive_seconds, side_group
 
 #: Default of ``dist_wait_timeout``: 4 hours.
 DEFAULT_DIST_WAIT_TIMEOUT = 4 * 3600.0
