@@ -22,7 +22,7 @@ from projects.mmdet3d_plugin.config.loading import (  # noqa: E402
     add_cfg_options, load_config)
 from projects.mmdet3d_plugin.datasets.builder import (  # noqa: E402
     build_split_dataset)
-from projects.mmdet3d_plugin.datasets.pickle_audit import (  # noqa: E402
+from projects.mmdet3d_plugin.pickling import (  # noqa: E402
     check_picklable, format_report)
 
 

@@ -14,6 +14,9 @@ files of another package on disk or changes numpy or torch globally.
    (mmdet3d #2821); switchable.
 5. ``centerhead_init``: CenterPoint's heatmap bias starts at ``init_bias``
    (mmdet3d #1554); switchable.
+6. ``nuscenes_class_names``: the devkit's ``DetectionConfig`` with
+   ``class_names`` as a list, which pickles (nuscenes-devkit 1.2.0); the
+   dataset and the metric hold it (not applied at import).
 """
 from . import centerhead_init, dbsampler
 from .checkpoints import allow_mmengine_checkpoints
@@ -21,13 +24,16 @@ from .cpu_dist import CPUDistributedDataParallel, init_cpu_dist
 from .inventory import (OFF_VARIABLE, OVERRIDES, Override,
                         outside_reviewed_range, switched_off)
 from .known_errors import KNOWN_ERRORS, KnownError, known_error
+from .nuscenes_class_names import (PicklableDetectionConfig,
+                                   reduce_detection_config)
 from .spconv_cpu import let_spconv_train_on_cpu
 
 __all__ = [
     'CPUDistributedDataParallel', 'KNOWN_ERRORS', 'KnownError', 'OFF_VARIABLE',
-    'OVERRIDES', 'Override', 'known_error',
+    'OVERRIDES', 'Override', 'PicklableDetectionConfig', 'known_error',
     'allow_mmengine_checkpoints', 'init_cpu_dist', 'let_spconv_train_on_cpu',
-    'outside_reviewed_range', 'switched_off', 'applied'
+    'outside_reviewed_range', 'reduce_detection_config', 'switched_off',
+    'applied'
 ]
 
 _OFF = switched_off()

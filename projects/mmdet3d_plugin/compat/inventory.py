@@ -129,9 +129,11 @@ OVERRIDES = (
         reviewed={'mmdet3d': '==1.4.0'}),
     Override(
         name='dataset_dict_keys',
-        where='datasets/safe_nuscenes_dataset.py: SafeNuScenesDataset',
+        where='compat/nuscenes_class_names.py: PicklableDetectionConfig, '
+        'reduce_detection_config',
         what="replaces the devkit's dict_keys class_names so the dataset "
-        'pickles under spawn / forkserver',
+        'and the metric pickle under spawn / forkserver (and the metric '
+        'under copy.deepcopy)',
         upstream='nuscenes-devkit DetectionConfig.class_names (dict_keys)',
         remove_when='nuscenes-devkit stores class_names as a list',
         reviewed={'nuscenes-devkit': '==1.2.0', 'mmdet3d': '==1.4.0'}),

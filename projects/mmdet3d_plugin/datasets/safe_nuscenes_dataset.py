@@ -2,10 +2,11 @@
 from mmdet3d.datasets import NuScenesDataset
 from mmdet3d.registry import DATASETS
 
+from ..compat.nuscenes_class_names import PicklableDetectionConfig
+from ..pickling import PicklableStateMixin
 from .forkserver import setup_forkserver_preload
 from .info_checks import (check_classes, check_data_files, data_prefix_errors,
                           info_file_errors, sample_file_errors)
-from .picklable import PicklableDetectionConfig, PicklableStateMixin
 from .shared_infos import SharedArrays, shared_memory_supported
 
 

@@ -6,9 +6,9 @@ from ..apis.find_unused import find_unused_parameters
 from ..config import (add_train_flags, apply_presets, apply_train_flags,
                       format_migration_table, known_presets, load_config,
                       redirect_data_root, translate_legacy)
-from ..datasets import (check_picklable, find_unpicklable,
-                        setup_forkserver_preload)
+from ..datasets import setup_forkserver_preload
 from ..dist.ports import free_port
+from ..pickling import check_picklable, find_unpicklable
 from ..synthetic import (SyntheticNuScenesConfig, create_nuscenes_infos,
                          generate_synthetic_nuscenes, load_mmdet3d_converter,
                          prepare_synthetic_nuscenes)

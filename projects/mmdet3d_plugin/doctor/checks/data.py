@@ -5,7 +5,7 @@ import time
 from typing import Any
 
 from ...datasets.builder import build_split_dataset
-from ...datasets.pickle_audit import find_offenders, fix_hint
+from ...pickling import find_offenders, fix_hint
 from ..context import (CheckResult, DoctorContext, describe_exception, failed,
                        known_fix, one_line, passed, warned)
 

@@ -16,8 +16,8 @@ from mmdet3d.structures import LiDARInstance3DBoxes
 from nuscenes.eval.common.data_classes import EvalBoxes
 from nuscenes.eval.detection.evaluate import DetectionEval
 
-from ...datasets.picklable import (PicklableDetectionConfig,
-                                   PicklableStateMixin)
+from ...compat.nuscenes_class_names import PicklableDetectionConfig
+from ...pickling import PicklableStateMixin
 from ..functional.detection_eval import Predictions, evaluate
 from ..functional.gt_cache import load_ground_truth
 from ..functional.nusc_format import (NuscBoxes, SampleFrame,
