@@ -298,7 +298,9 @@ def test_frozen_dead_layer_leaves_nothing_to_report(tmp_path):
     (dict(out_file=''), r'out_file must be a non-empty file name'),
     (dict(group_depth=0), r'group_depth must be an int >= 1'),
     (dict(max_names=0), r'max_names must be an int >= 1'),
-    (dict(gather_timeout=0), r'gather_timeout must be a number of seconds'),
+    (dict(gather_timeout=0),
+     r'^DDPUnusedParamHook: gather_timeout must be a positive, finite '
+     r'number of seconds, got 0 \(int\); e\.g\. gather_timeout=60'),
 ])
 def test_invalid_arguments(kwargs, match):
     with pytest.raises(ValueError, match=match):

@@ -1,54 +1,26 @@
-"""Names the parameters that DDP will complain about, before it does."""
-import datetime
-import functools
+"""Names the parameters that DDP will complain about, before it does.
+
+The hook only; what it runs on (marks, autograd traversal, gather, report,
+the ``run_iter`` patch) is in :mod:`..unused_params`.
+"""
 import json
 import logging
 import os.path as osp
-import zlib
 from typing import Dict, List, Optional
 
-import torch
-import torch.distributed as torch_dist
 from mmengine.dist import get_dist_info, master_only
 from mmengine.hooks import Hook
 from mmengine.model import is_model_wrapper
 from torch.nn.parallel import DistributedDataParallel
 
 from mmdet3d.registry import HOOKS
+from ...dist import positive_seconds
 from ...fileio.atomic import atomic_write
-from ..unused_params import (COST_NOTE, REPORT_FILE, UnusedParamSummary,
-                             build_report, describe, format_table,
-                             is_ddp_unused_error, parse_unused_indices,
-                             wrapper_config_line)
-
-_MAX_CRASH_NAMES = 30
-
-
-def _mark_used(used: bytearray, index: int, param: torch.Tensor) -> None:
-    used[index] = 1
-
-
-def _reachable_params(root: torch.Tensor) -> set:
-    """Ids of the leaf tensors that ``root``'s autograd graph reaches."""
-    if root.grad_fn is None:
-        return {id(root)} if root.requires_grad else set()
-    found, seen, stack = set(), set(), [root.grad_fn]
-    while stack:
-        node = stack.pop()
-        if node is None or node in seen:
-            continue
-        seen.add(node)
-        variable = getattr(node, 'variable', None)  # AccumulateGrad
-        if variable is not None:
-            found.add(id(variable))
-        stack.extend(next_node for next_node, _ in node.next_functions)
-    return found
-
-
-def _should_sync(optim_wrapper) -> bool:
-    """Whether DDP synchronises gradients in the coming iteration."""
-    should_sync = getattr(optim_wrapper, 'should_sync', None)
-    return True if should_sync is None else bool(should_sync())
+from ..unused_params import (REPORT_FILE, UnusedParamSummary, build_report,
+                             ddp_error_message, describe, format_table,
+                             gather_unused, mark_gradients, reachable_params,
+                             report_group, should_sync, unwrap_run_iter,
+                             will_fail_message, wrap_run_iter)
 
 
 def _check_int(name: str, value, minimum: int, example: str) -> None:
@@ -143,18 +115,15 @@ class DDPUnusedParamHook(Hook):
                 f"got {out_file!r}; e.g. out_file='{REPORT_FILE}'")
         _check_int('group_depth', group_depth, 1, 'group_depth=3')
         _check_int('max_names', max_names, 1, 'max_names=3')
-        if isinstance(gather_timeout, bool) or not isinstance(
-                gather_timeout, (int, float)) or not gather_timeout > 0:
-            raise ValueError(
-                'DDPUnusedParamHook: gather_timeout must be a number of '
-                f'seconds > 0, got {gather_timeout!r}; e.g. '
-                'gather_timeout=60')
         self.check_iters = check_iters
         self.interval = interval
         self.out_file = out_file
         self.group_depth = group_depth
         self.max_names = max_names
-        self.gather_timeout = float(gather_timeout)
+        self.gather_timeout = positive_seconds('DDPUnusedParamHook',
+                                               'gather_timeout',
+                                               gather_timeout,
+                                               'gather_timeout=60')
         self.summary: Optional[UnusedParamSummary] = None
         self.report: Optional[dict] = None
         self.report_path: Optional[str] = None
@@ -205,29 +174,9 @@ class DDPUnusedParamHook(Hook):
         self.summary = UnusedParamSummary(
             self._names, [tuple(p.shape) for p in self._params],
             self._world_size)
-        self._group = self._new_group(runner)
+        self._group = report_group(self._names, self._world_size,
+                                   self.gather_timeout, runner.logger)
         self._install_crash_report(runner)
-
-    def _new_group(self, runner):
-        """A gloo group for the reports, if all ranks check the same list."""
-        if self._world_size < 2 or not (torch_dist.is_available()
-                                        and torch_dist.is_initialized()):
-            return None
-        group = torch_dist.new_group(
-            backend='gloo',
-            timeout=datetime.timedelta(seconds=self.gather_timeout))
-        signature = (len(self._names),
-                     zlib.crc32('\n'.join(self._names).encode()))
-        signatures: List = [None] * self._world_size
-        torch_dist.all_gather_object(signatures, signature, group=group)
-        if len(set(signatures)) > 1:
-            runner.logger.warning(
-                'DDPUnusedParamHook: ranks check different parameter lists '
-                f'(count, crc32 per rank: {signatures}); each rank reports '
-                'only its own unused parameters. Build the same model on '
-                'every rank.')
-            return None
-        return group
 
     def _install_crash_report(self, runner) -> None:
         """Re-raise DDP's unused-parameter error with names.
@@ -236,24 +185,12 @@ class DDPUnusedParamHook(Hook):
         ``train_loop.run_iter``, so the loop's bound method is shadowed for
         the length of training (restored in :meth:`after_train`).
         """
-        loop = runner.train_loop
-        run_iter = getattr(loop, 'run_iter', None)
-        if not callable(run_iter) or self._patched is not None:
+        if self._patched is not None:
             return
-
-        @functools.wraps(run_iter)
-        def run_iter_naming_unused(*args, **kwargs):
-            try:
-                return run_iter(*args, **kwargs)
-            except RuntimeError as err:
-                if not is_ddp_unused_error(err):
-                    raise
-                message = self.explain_ddp_error(err)
-                runner.logger.error(message)
-                raise RuntimeError(message) from err
-
-        loop.run_iter = run_iter_naming_unused
-        self._patched = (loop, run_iter_naming_unused)
+        loop = runner.train_loop
+        wrapper = wrap_run_iter(loop, self.explain_ddp_error, runner.logger)
+        if wrapper is not None:
+            self._patched = (loop, wrapper)
 
     def after_train(self, runner) -> None:
         """Remove leftover marks and restore ``train_loop.run_iter``.
@@ -263,9 +200,7 @@ class DDPUnusedParamHook(Hook):
         """
         self._remove_marks()
         if self._patched is not None:
-            loop, wrapper = self._patched
-            if vars(loop).get('run_iter') is wrapper:
-                del loop.run_iter
+            unwrap_run_iter(*self._patched)
             self._patched = None
 
     # -- checks ----------------------------------------------------------
@@ -289,13 +224,8 @@ class DDPUnusedParamHook(Hook):
         """
         if self.summary is None or not self._is_checked(runner):
             return
-        self._used = bytearray(len(self._params))
-        self._iter_syncs = _should_sync(runner.optim_wrapper)
-        self._handles = [
-            p.register_post_accumulate_grad_hook(
-                functools.partial(_mark_used, self._used, i))
-            for i, p in enumerate(self._params)
-        ]
+        self._iter_syncs = should_sync(runner.optim_wrapper)
+        self._used, self._handles = mark_gradients(self._params)
         self._loss_reaches = None
         if self._ddp is not None and self._find_unused and \
                 not self._follow_disabled:
@@ -314,7 +244,7 @@ class DDPUnusedParamHook(Hook):
         except Exception as err:  # a diagnostic must not stop training
             self._follow_error = f'{type(err).__name__}: {err}'
             return
-        reached = _reachable_params(loss)
+        reached = reachable_params(loss)
         self._loss_reaches = reached if self._loss_reaches is None \
             else self._loss_reaches | reached
 
@@ -358,14 +288,9 @@ class DDPUnusedParamHook(Hook):
         local = [i for i, used in enumerate(self._used) if not used]
         if (local and self._has_ddp and self._iter_syncs
                 and not self._find_unused and not self._static_graph):
-            shown = [self._names[i] for i in local[:_MAX_CRASH_NAMES]]
-            more = len(local) - len(shown)
             runner.logger.error(
-                f'DDPUnusedParamHook: rank {self._rank}: {len(local)} '
-                f'parameters received no gradient in iteration {runner.iter} '
-                'while DDP runs with find_unused_parameters=False, so DDP '
-                'will fail on a later iteration: ' + ', '.join(shown) +
-                (f', ... (+{more})' if more else ''))
+                will_fail_message(self._rank, runner.iter,
+                                  [self._names[i] for i in local]))
         unused_by_rank = self._gather(runner, local)
         self.summary.add_check(runner.iter, unused_by_rank)
         previous = self.report
@@ -380,10 +305,8 @@ class DDPUnusedParamHook(Hook):
     def _gather(self, runner, local: List[int]) -> Dict[int, List[int]]:
         if self._group is None:
             return {self._rank: local}
-        mine = torch.frombuffer(self._used, dtype=torch.uint8).clone()
-        everyone = [torch.empty_like(mine) for _ in range(self._world_size)]
         try:
-            torch_dist.all_gather(everyone, mine, group=self._group)
+            return gather_unused(self._group, self._used, self._world_size)
         except RuntimeError as err:
             self._group = None
             runner.logger.warning(
@@ -393,10 +316,6 @@ class DDPUnusedParamHook(Hook):
                 f'{self._rank} reports only its own. Usual cause: another '
                 'rank waits inside DDP for gradients this rank skipped.')
             return {self._rank: local}
-        return {
-            rank: torch.nonzero(used == 0).flatten().tolist()
-            for rank, used in enumerate(everyone)
-        }
 
     @master_only
     def _publish(self, runner, previous: Optional[dict]) -> None:
@@ -427,36 +346,8 @@ class DDPUnusedParamHook(Hook):
         Returns:
             str: The message of the error the hook raises instead.
         """
-        lines = [
-            'DDPUnusedParamHook: DDP stopped because parameters received no '
-            'gradient in an earlier iteration while '
-            'find_unused_parameters=False.'
-        ]
-        for rank, indices in sorted(parse_unused_indices(str(err)).items()):
-            names = [
-                self._names[i] if i < len(self._names) else f'#{i}'
-                for i in indices
-            ] if self._ddp is not None else [f'#{i}' for i in indices]
-            more = len(names) - _MAX_CRASH_NAMES
-            lines.append(f'  rank {rank}: ' +
-                         ', '.join(names[:_MAX_CRASH_NAMES]) +
-                         (f', ... (+{more})' if more > 0 else ''))
-        report = self.report
-        if report is not None and self.summary is not None and \
-                self.summary.any_unused:
-            lines.append(
-                f'  checked iterations {report["iterations_checked"]}: '
-                f'unused on all ranks: {report["unused_on_all_ranks"]}; '
-                f'unused on some ranks: {report["unused_on_some_ranks"]}')
-            lines.append(f'  report: {self.report_path} (rank 0)')
-            lines.append('Fix: ' + report['recommendation'])
-        else:
-            lines.append(
-                '  no checked iteration saw these (the branch that skips '
-                'them is data-dependent; widen check_iters/interval to '
-                'catch it).')
-            lines.append(
-                f'Fix: set `{wrapper_config_line(self._cfg, True)}` (costs '
-                f'{COST_NOTE}), or make the skipped branches touch their '
-                'parameters and keep it False.')
-        return '\n'.join(lines)
+        names = self._names if self._ddp is not None else None
+        known = self.report is not None and self.summary is not None and \
+            self.summary.any_unused
+        return ddp_error_message(err, names, self.report if known else None,
+                                 self.report_path, self._cfg)
