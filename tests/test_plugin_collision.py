@@ -15,9 +15,8 @@ from pathlib import Path
 import pytest
 from mmengine.config import Config
 
-from projects.mmdet3d_plugin.apis.launch import (PluginDirCollisionError,
-                                                 import_plugins,
-                                                 plugin_dir_collision)
+from projects.mmdet3d_plugin.config.plugin_dir import (
+    PluginDirCollisionError, import_plugins, plugin_dir_collision)
 
 REPO = Path(__file__).resolve().parents[1]
 OURS = REPO / 'projects' / 'mmdet3d_plugin'
