@@ -18,7 +18,7 @@ Two pieces:
   :class:`PicklableDetectionConfig` and ``dict`` views into views of the
   unpickled dict. The live objects are not modified. When something else
   cannot be pickled, it raises a ``TypeError`` naming the attribute path and
-  the fix, found by :func:`projects.mmdet3d_plugin.utils.find_unpicklable`.
+  the fix, found by :func:`projects.mmdet3d_plugin.datasets.find_unpicklable`.
 
 Drop both once the devkit stores ``class_names`` as a list.
 """
