@@ -105,3 +105,47 @@ def test_every_part_is_a_layer_of_the_contract():
         prefix + shim for shim in shims}
     assert _names(forbidden['source_modules']) == {
         prefix + part for part in parts - shims}
+
+
+@pytest.mark.parametrize('shim, name, real', [
+    ('utils', 'find_unpicklable', 'datasets'),
+    ('utils', 'load_config', 'config'),
+    ('utils', 'free_port', 'dist'),
+    ('utils', 'prepare_synthetic_nuscenes', 'synthetic'),
+    ('utils', 'find_unused_parameters', 'cli'),
+    ('apis', 'train', 'cli'),
+    ('apis', 'run_quickstart', 'demo'),
+    ('apis.launch', 'train_parser', 'cli.parsers'),
+    ('apis.launch', 'prepare_train', 'cli.run'),
+    ('apis.launch', 'PluginDirCollisionError', 'config.plugin_dir'),
+    ('apis.launch', 'build_runner', 'cli.runner'),
+    ('apis.errors', 'user_error_message', 'cli.errors'),
+    ('apis.find_unused', 'find_unused_parameters', 'cli.find_unused'),
+    ('apis.quickstart', 'derived_config', 'demo.quickstart'),
+    ('apis.bev_figure', 'draw_bev', 'demo.bev_figure'),
+])
+def test_shims_of_earlier_paths_warn_and_work(shim, name, real):
+    import importlib
+    prefix = 'projects.mmdet3d_plugin.'
+    module = importlib.import_module(prefix + shim)
+    with pytest.warns(DeprecationWarning,
+                      match=rf'{prefix}{shim}\.{name} is deprecated: import '
+                      rf'{name} from {prefix}{real} '):
+        found = getattr(module, name)
+    assert found is getattr(importlib.import_module(prefix + real), name)
+    assert name in dir(module)
+
+
+def test_shim_refuses_names_it_never_had():
+    from projects.mmdet3d_plugin import utils
+    with pytest.raises(AttributeError, match="has no attribute 'nope'"):
+        utils.nope
+
+
+def test_atomic_checkpoint_rewrite_lives_in_config():
+    from projects.mmdet3d_plugin.config import checkpoint_hook
+    from projects.mmdet3d_plugin.engine import hooks
+    from projects.mmdet3d_plugin.engine.hooks import atomic_checkpoint_hook
+    assert hooks.use_atomic_checkpoints is \
+        checkpoint_hook.use_atomic_checkpoints
+    assert not hasattr(atomic_checkpoint_hook, 'use_atomic_checkpoints')
