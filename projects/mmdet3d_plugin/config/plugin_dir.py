@@ -175,7 +175,8 @@ def plugin_dir_collision(cfg: Config) -> Optional[PluginDirCollisionError]:
 
 
 def import_plugins(cfg: Config) -> None:
-    """Import this plugin and the legacy ``plugin_dir`` of a config.
+    """Import the legacy ``plugin_dir`` of a config (this plugin is
+    imported already: Python imports it before this module).
 
     Configs written for UniAD / BEVFormer say ``plugin = True`` and
     ``plugin_dir = 'projects/mmdet3d_plugin/'``; the folder is looked up
@@ -197,7 +198,6 @@ def import_plugins(cfg: Config) -> None:
             already imported from another folder.
         ImportError: If the folder is missing or fails to import.
     """
-    importlib.import_module(PLUGIN)
     if not cfg.get('plugin', False):
         return
     plugin_dir = cfg.get('plugin_dir')

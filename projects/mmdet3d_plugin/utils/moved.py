@@ -7,7 +7,7 @@ from typing import Callable, Dict, List, Tuple
 
 def public_names(module: ModuleType) -> Dict[str, ModuleType]:
     """Every public name ``module`` defines (not those it imports), mapped
-    to it: the table of a shim for a module that moved whole."""
+    to it: the table of a shim for the names of a module that moved."""
     return {
         name: module
         for name, value in vars(module).items()
