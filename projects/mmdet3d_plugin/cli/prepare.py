@@ -181,7 +181,8 @@ def prepare_run(config: str,
         import_plugins(cfg)
     except PluginDirCollisionError:
         if stop:
-            raise  # the doctor reports it (config.plugin)
+            raise
+        # Loaded without that plugin; the doctor's config.plugin fails.
     validate_optim_wrapper(
         cfg,
         settings_source(config, presets, cfg_options=bool(cfg_options),
