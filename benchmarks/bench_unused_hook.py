@@ -124,8 +124,12 @@ def _time_hook_methods(runner, self_times, gather_times):
 def _make_cfg(args, mode, work_dir):
     from mmengine.config import Config
 
-    from projects.mmdet3d_plugin.apis.launch import load
-    cfg = load(args.config, None, 'pytorch', work_dir)
+    from projects.mmdet3d_plugin.cli.prepare import prepare_run
+
+    # The data root moves below, so the checks of the config's own paths
+    # (stop=True) do not apply.
+    cfg = prepare_run(args.config, 'train', launcher='pytorch',
+                      work_dir=work_dir, stop=False)
     cfg = Config(
         cfg.to_dict(), filename=cfg.filename, format_python_code=False)
     loader = cfg.train_dataloader

@@ -4,7 +4,7 @@ Trains mmdet3d's ``centerpoint_pillar02_second_secfpn_8xb4-cyclic-20e_nus-3d``
 model (full size: 512 x 512 BEV grid, 10 classes in 6 tasks) for a few
 iterations per mode on random point clouds in the nuScenes range with random
 boxes, no dataset needed. Each mode is the config's optimizer wrapper with
-the plugin's presets applied (``projects.mmdet3d_plugin.utils.apply_presets``)
+the plugin's presets applied (``projects.mmdet3d_plugin.config.apply_presets``)
 and starts from the same weights and batches. Prints a table and writes
 JSON: seconds per iteration (median after warm-up), peak GPU memory
 (``torch.cuda.max_memory_allocated``), whether every loss and the final

@@ -30,7 +30,7 @@ from mmengine.evaluator import BaseMetric  # noqa: E402
 from mmdet3d.registry import METRICS  # noqa: E402
 
 from projects.mmdet3d_plugin import load_config  # noqa: E402
-from projects.mmdet3d_plugin.apis.launch import (  # noqa: E402
+from projects.mmdet3d_plugin.cli.runner import (  # noqa: E402
     build_runner, isolate_runner, setup_distributed)
 from projects.mmdet3d_plugin.config.data_root import (  # noqa: E402
     redirect_data_root)

@@ -1,7 +1,7 @@
 """Bad input fails with one message that names the file or key and the fix.
 
 Datasets are built from the generated nuScenes data; tool errors go through
-``tools/train.py``'s code path (:func:`run_tool` around ``launch.train``),
+``tools/train.py``'s code path (:func:`run_tool` around ``cli.train``),
 and one case runs the real script in a subprocess to check what a user
 sees: one ``error:`` line, exit status 1, no traceback.
 """
@@ -16,8 +16,8 @@ import pytest
 from mmengine.registry import init_default_scope
 
 from mmdet3d.registry import DATASETS, HOOKS
-from projects.mmdet3d_plugin.apis.launch import run_tool, train, train_parser
-from projects.mmdet3d_plugin.apis.errors import user_error_message
+from projects.mmdet3d_plugin.cli import run_tool, train, train_parser
+from projects.mmdet3d_plugin.cli.errors import user_error_message
 
 REPO = Path(__file__).resolve().parents[1]
 TESTS = Path(__file__).resolve().parent

@@ -16,7 +16,7 @@ from mmengine.registry import init_default_scope
 import mmdet3d
 from mmdet3d.registry import MODELS
 from projects.mmdet3d_plugin import compat, load_config
-from projects.mmdet3d_plugin.apis.launch import build_runner
+from projects.mmdet3d_plugin.cli.runner import build_runner
 from projects.mmdet3d_plugin.config import redirect_data_root
 
 REPO = Path(__file__).resolve().parents[1]

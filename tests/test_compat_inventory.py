@@ -12,7 +12,7 @@ from projects.mmdet3d_plugin.compat.inventory import (OFF_VARIABLE, OVERRIDES,
                                                       outside_reviewed_range,
                                                       switched_off)
 from projects.mmdet3d_plugin.compat.inventory import installed_version
-from projects.mmdet3d_plugin.apis.errors import user_error_message
+from projects.mmdet3d_plugin.cli.errors import user_error_message
 
 PACKAGE = Path(compat.__file__).resolve().parents[1]
 

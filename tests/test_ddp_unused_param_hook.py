@@ -19,7 +19,7 @@ import toy_models
 from mmdet3d.registry import MODELS
 from projects.mmdet3d_plugin.engine.hooks.ddp_unused_param_hook import (
     DDPUnusedParamHook)
-from projects.mmdet3d_plugin.apis.find_unused import find_unused_parameters
+from projects.mmdet3d_plugin.cli.find_unused import find_unused_parameters
 from dist_env import start_ranks
 from projects.mmdet3d_plugin.engine.unused_params import (UnusedParamSummary,
                                                           parse_unused_indices,

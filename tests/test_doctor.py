@@ -164,7 +164,8 @@ def test_clean_toy_config_passes(clean_toy_report):
                   'config.info_files', 'data.pickle.train',
                   'data.first_batch', 'model.train', 'model.unused_params',
                   'optim.amp', 'optim.lr', 'optim.accumulation_bn',
-                  'optim.loss', 'dist.backend', 'dist.world_size'):
+                  'optim.loss', 'dist.backend', 'dist.world_size',
+                  'dist.timeouts'):
         assert report.get(check).status == 'pass', report.format()
     versions = [r for r in report.results if r.check.startswith('env.ver')]
     assert {r.check for r in versions} >= {
@@ -312,6 +313,46 @@ def test_train_flags_are_applied_as_tools_train_does(tmp_path):
     assert lr.status == 'pass', lr
     # SGD lr 0.01 tuned for 4 samples; 1 process x 4 x accumulation 2 = 8.
     assert 'the run uses 0.02 (auto_scale_lr on)' in lr.detail
+
+
+def test_config_is_prepared_as_tools_train_prepares_it(tmp_path):
+    from projects.mmdet3d_plugin.cli import prepare_run
+    from projects.mmdet3d_plugin.doctor.checks.config import check_load
+    config = toy_config(tmp_path)
+    flags = dict(cfg_options={'optim_wrapper.accumulative_counts': 3,
+                              'train_dataloader.dataset.data_root': '/x/'},
+                 amp='bf16', accum=2, data_root=str(tmp_path / 'root'),
+                 auto_scale_lr=True)
+    ctx = DoctorContext(DoctorOptions(config=config, **flags), str(tmp_path))
+    assert check_load(ctx).status == 'pass'
+    cfg = prepare_run(config, 'train', work_dir=str(tmp_path), **flags)
+    assert ctx.cfg.to_dict() == cfg.to_dict()
+    assert ctx.cfg.optim_wrapper.accumulative_counts == 2
+    assert ctx.cfg.train_dataloader.dataset.data_root == \
+        str(tmp_path / 'root') + '/'
+
+
+def test_timeouts_fail_with_the_error_of_tools_train(tmp_path):
+    from projects.mmdet3d_plugin.cli import prepare_run
+    from projects.mmdet3d_plugin.doctor.checks.dist import check_timeouts
+    config = toy_config(tmp_path, extra=(
+        "custom_hooks = [dict(type='DistWatchdogHook', timeout=2000)]\n"
+        "val_evaluator = dict(type='SafeNuScenesMetric', "
+        "dist_wait_timeout=0)"))
+    with pytest.raises(ValueError) as stopped:
+        prepare_run(config, 'train', work_dir=str(tmp_path))
+    ctx = DoctorContext(DoctorOptions(config=config), str(tmp_path))
+    ctx.provide('cfg', prepare_run(config, 'train', work_dir=str(tmp_path),
+                                   stop=False))
+    line = check_timeouts(ctx)
+    assert line.status == 'fail', line
+    watchdog, wait = str(stopped.value).split('; ')
+    assert line.detail == '; '.join(
+        p.split('. Fix: ')[0] for p in (watchdog, wait))
+    assert line.fix == '; '.join(
+        p.split('. Fix: ')[1] for p in (watchdog, wait))
+    assert 'DistWatchdogHook: timeout=2000 s' in line.detail
+    assert "raise env_cfg.dist_cfg.timeout above" in line.fix
 
 
 def test_bf16_on_this_machine_passes(tmp_path, monkeypatch):

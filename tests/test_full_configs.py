@@ -19,7 +19,7 @@ import pytest
 
 from projects.mmdet3d_plugin import load_config
 from projects.mmdet3d_plugin.compat.inventory import OFF_VARIABLE
-from projects.mmdet3d_plugin.apis.launch import build_runner
+from projects.mmdet3d_plugin.cli.runner import build_runner
 from projects.mmdet3d_plugin.config.data_root import redirect_data_root
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -88,7 +88,7 @@ import sys
 from mmengine.registry import init_default_scope
 from mmdet3d.registry import DATASETS
 from projects.mmdet3d_plugin import load_config
-from projects.mmdet3d_plugin.utils import redirect_data_root
+from projects.mmdet3d_plugin.config import redirect_data_root
 cfg = redirect_data_root(load_config(sys.argv[1]), sys.argv[2])
 init_default_scope('mmdet3d')
 dataset = DATASETS.build(cfg.train_dataloader.dataset)

@@ -87,9 +87,9 @@ def test_legacy_plugin_dir_is_imported(tmp_path):
     result = _python(f"""
         import sys
         sys.path.insert(0, '.')
-        from projects.mmdet3d_plugin.apis.launch import load
+        from projects.mmdet3d_plugin.cli import prepare_run
         from mmdet3d.registry import HOOKS
-        load({str(cfg)!r}, None, 'none', 'work')
+        prepare_run({str(cfg)!r}, 'train', work_dir='work')
         assert HOOKS.get('LegacyPluginHook') is not None
         print('ok')
     """, cwd=tmp_path)
@@ -97,8 +97,8 @@ def test_legacy_plugin_dir_is_imported(tmp_path):
 
 
 def test_legacy_plugin_without_dir_is_refused(tmp_path):
-    from projects.mmdet3d_plugin.apis.launch import load
+    from projects.mmdet3d_plugin.cli import prepare_run
     cfg = tmp_path / 'legacy.py'
     cfg.write_text('plugin = True\n')
     with pytest.raises(ValueError, match='plugin_dir'):
-        load(str(cfg), None, 'none', str(tmp_path / 'work'))
+        prepare_run(str(cfg), 'train', work_dir=str(tmp_path / 'work'))

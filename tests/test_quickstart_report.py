@@ -5,8 +5,8 @@ from pathlib import Path
 import numpy as np
 
 from projects.mmdet3d_plugin import load_config
-from projects.mmdet3d_plugin.apis.bev_figure import draw_bev, predict_frame
-from projects.mmdet3d_plugin.apis.launch import build_runner
+from projects.mmdet3d_plugin.cli.runner import build_runner
+from projects.mmdet3d_plugin.demo.bev_figure import draw_bev, predict_frame
 from projects.mmdet3d_plugin.config import redirect_data_root
 from projects.mmdet3d_plugin.constants import NUSCENES_CLASSES
 
@@ -45,7 +45,7 @@ def test_bev_figure_of_a_mini_val_frame(nus_synthetic, tmp_path):
 def test_demo_schedule_is_the_config_schedule_stretched():
     from mmengine.config import Config
 
-    from projects.mmdet3d_plugin.apis.quickstart import (DEMO_ITERS,
+    from projects.mmdet3d_plugin.demo.quickstart import (DEMO_ITERS,
                                                          stretched_schedule)
     cfg = Config.fromfile(str(CONFIG))
     assert cfg.train_cfg.max_iters == 400

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from projects.mmdet3d_plugin import load_config
-from projects.mmdet3d_plugin.apis.launch import build_runner
+from projects.mmdet3d_plugin.cli.runner import build_runner
 from projects.mmdet3d_plugin.config.data_root import redirect_data_root
 
 REPO_ROOT = Path(__file__).resolve().parents[1]

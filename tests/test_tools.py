@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from projects.mmdet3d_plugin.apis.errors import DEBUG_ENV
-from projects.mmdet3d_plugin.apis.quickstart import derived_config
+from projects.mmdet3d_plugin.cli.errors import DEBUG_ENV
+from projects.mmdet3d_plugin.demo.quickstart import derived_config
 from projects.mmdet3d_plugin.dist.ports import free_port
 from projects.mmdet3d_plugin.synthetic.writer import MARKER
 from gpu import requires_no_cuda

@@ -17,7 +17,7 @@ sys.path.insert(0, osp.dirname(osp.dirname(osp.abspath(__file__))))
 
 from projects.mmdet3d_plugin.doctor.preflight import (  # noqa: E402
     doctor_parser, run_from_args)
-from projects.mmdet3d_plugin.apis.errors import run_tool  # noqa: E402
+from projects.mmdet3d_plugin.cli.errors import run_tool  # noqa: E402
 
 
 def parse_args():

@@ -18,14 +18,14 @@ import sys
 
 sys.path.insert(0, osp.dirname(osp.dirname(osp.abspath(__file__))))
 
-from projects.mmdet3d_plugin.apis.errors import (  # noqa: E402
+from projects.mmdet3d_plugin.cli.errors import (  # noqa: E402
     add_debug_flag, run_tool)
-from projects.mmdet3d_plugin.apis.launch import load  # noqa: E402
+from projects.mmdet3d_plugin.cli.find_unused import (  # noqa: E402
+    find_unused_parameters)
+from projects.mmdet3d_plugin.cli.prepare import prepare_run  # noqa: E402
 from projects.mmdet3d_plugin.config.loading import (  # noqa: E402
     add_cfg_options)
 from projects.mmdet3d_plugin.engine.unused_params import describe  # noqa: E402
-from projects.mmdet3d_plugin.apis.find_unused import (  # noqa: E402
-    find_unused_parameters)
 
 
 def parse_args(argv=None):
@@ -45,7 +45,7 @@ def parse_args(argv=None):
 
 
 def find_unused_params(args) -> int:
-    cfg = load(args.config, args.cfg_options, 'none', None)
+    cfg = prepare_run(args.config, 'train', cfg_options=args.cfg_options)
     report = find_unused_parameters(cfg, args.iters, work_dir=args.work_dir)
     print(describe(report, report['table']))
     unused = report['unused_on_all_ranks'] or report['unused_on_some_ranks']

@@ -21,7 +21,7 @@ import sys
 
 sys.path.insert(0, osp.dirname(osp.dirname(osp.abspath(__file__))))
 
-from projects.mmdet3d_plugin.apis.errors import (  # noqa: E402
+from projects.mmdet3d_plugin.cli.errors import (  # noqa: E402
     add_debug_flag, run_tool)
 from projects.mmdet3d_plugin.config.loading import (  # noqa: E402
     add_cfg_options, migrate_config)

@@ -6,9 +6,9 @@ import sys
 
 sys.path.insert(0, osp.dirname(osp.dirname(osp.abspath(__file__))))
 
-from projects.mmdet3d_plugin.apis.errors import (  # noqa: E402
+from projects.mmdet3d_plugin.cli.errors import (  # noqa: E402
     add_debug_flag, run_tool)
-from projects.mmdet3d_plugin.apis.quickstart import (  # noqa: E402
+from projects.mmdet3d_plugin.demo.quickstart import (  # noqa: E402
     DEMO_ITERS, run_quickstart)
 
 

@@ -4,7 +4,7 @@ import sys
 
 sys.path.insert(0, osp.dirname(osp.dirname(osp.abspath(__file__))))
 
-from projects.mmdet3d_plugin.apis.launch import (  # noqa: E402
+from projects.mmdet3d_plugin.cli import (  # noqa: E402
     record_errors, run_tool, train, train_parser)
 
 

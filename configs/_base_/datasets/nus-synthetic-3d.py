@@ -1,4 +1,4 @@
-# The generated nuScenes-format dataset (projects.mmdet3d_plugin.utils.
+# The generated nuScenes-format dataset (projects.mmdet3d_plugin.synthetic.
 # prepare_synthetic_nuscenes): ten short v1.0-mini scenes, 80 train key frames
 # (mini_train) and 20 val key frames (mini_val), all ten classes. Objects lie
 # within 38 m of the ego (x and y), with class-typical sizes and intensities,

@@ -1,11 +1,17 @@
-"""What the tools call: train / test entry points, the error printer,
-find-unused and the quickstart."""
-from .errors import run_tool
-from .find_unused import find_unused_parameters
-from .launch import build_runner, test, train
-from .quickstart import run_quickstart
+"""Earlier import paths of what the tools call, kept working outside the
+layers of ``.importlinter``: ``apis`` moved to ``cli`` (parsers, the error
+printer, preparing a run, train / test, find-unused), ``demo``
+(quickstart, BEV figure) and ``config.plugin_dir``. Each name warns
+(``DeprecationWarning``) naming its real module. ``apis.launch`` is kept
+too; the modules that moved whole (``errors``, ``find_unused``,
+``quickstart``, ``bev_figure``) are ``cli.*`` / ``demo.*`` now."""
+from .. import cli, demo
+from ..utils.moved import moved_names
 
-__all__ = [
-    'build_runner', 'find_unused_parameters', 'run_quickstart', 'run_tool',
-    'test', 'train'
-]
+_MOVED = {
+    'build_runner': cli, 'find_unused_parameters': cli, 'run_tool': cli,
+    'test': cli, 'train': cli, 'run_quickstart': demo,
+}
+__all__ = sorted(_MOVED)
+__getattr__, __dir__ = moved_names(__name__, _MOVED)
+del cli, demo

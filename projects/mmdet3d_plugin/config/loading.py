@@ -1,13 +1,14 @@
-"""The one config loader of the plugin's tools, and their --cfg-options."""
+"""The one config loader of the plugin, and the tools' --cfg-options."""
 import argparse
-from typing import Dict, Optional
+from typing import Dict, List, Optional, Sequence, Tuple
 
 from mmengine.config import Config, DictAction
 from mmengine.logging import print_log
 
 from ..constants import PLUGIN_MODULE
 from .legacy.translator import format_migration_table, translate_legacy
-from .presets import apply_presets, preset_names_of, validate_optim_wrapper
+from .presets import (applied_by, merge_presets, preset_names_of,
+                      validate_optim_wrapper)
 
 #: Runner that :func:`load_config` selects when a config names none; it
 #: counts gradient accumulation in ``auto_scale_lr`` and checks AMP early.
@@ -45,21 +46,89 @@ def _fromfile(path: str) -> Config:
     return Config.fromfile(path)
 
 
-def load_config(path: str, cfg_options: Optional[Dict] = None) -> Config:
-    """Load a config the way all of the plugin's tools do.
+def read_config(path: str) -> Tuple[Config, List[str]]:
+    """Read a config file with its presets, not yet validated.
 
-    Steps, in order:
+    ``Config.fromfile`` (a ``package::path`` name such as
+    ``'mmdet3d::centerpoint/...py'`` is looked up in the package), mmdet3d
+    0.x keys translated (the migration table is logged), the presets named
+    by ``presets = [...]`` merged in order and the ``presets`` key removed;
+    ``runner_type`` defaults to :data:`DEFAULT_RUNNER_TYPE`. The first step
+    of :func:`load_config` and of the tools' ``cli.prepare_run``, which
+    merge their overrides and then validate once.
+
+    Args:
+        path (str): Config file.
+
+    Returns:
+        tuple[Config, list[str]]: The config and the presets merged.
+
+    Raises:
+        ValueError: For an unknown preset or a 0.x key with no translation.
+    """
+    cfg = _fromfile(path)
+
+    cfg, rows = translate_legacy(cfg)
+    if rows:
+        print_log(
+            f'{path}: translated {len(rows)} mmdet3d 0.x setting(s) to '
+            'mmengine keys (write these keys to silence this table; '
+            'tools/migrate_config.py does it):\n' +
+            format_migration_table(rows),
+            logger='current')
+
+    names = preset_names_of(cfg)
+    cfg.pop('presets', None)
+    merge_presets(cfg, names)
+    if 'runner_type' not in cfg:
+        cfg.runner_type = DEFAULT_RUNNER_TYPE
+    return cfg, names
+
+
+def merge_cfg_options(cfg: Config, cfg_options: Optional[Dict]) -> Config:
+    """Merge ``--cfg-options`` (``{'a.b': value}``) into ``cfg`` in place.
+
+    Raises:
+        ValueError: If an option sets ``presets`` (merged before them).
+    """
+    if not cfg_options:
+        return cfg
+    if any(key == 'presets' or key.startswith('presets.')
+           for key in cfg_options):
+        raise ValueError(
+            'load_config: presets cannot be set by --cfg-options, they '
+            'are merged before the options; use --accum N / --amp MODE, '
+            'or presets = [...] in the config.')
+    cfg.merge_from_dict(cfg_options)
+    return cfg
+
+
+def settings_source(path: str, presets: Sequence[str] = (),
+                    **flags) -> str:
+    """``path``, and what changed its settings, as the context prefix of
+    :func:`validate_optim_wrapper`'s errors (``flags``: the keywords of
+    :func:`~.presets.applied_by`)."""
+    applied = applied_by(presets=presets, **flags)
+    return f'{path} (after {applied})' if applied else path
+
+
+def load_config(path: str, cfg_options: Optional[Dict] = None) -> Config:
+    """Load a config as the plugin's tools do, without their flags.
+
+    Steps, in order (the tools continue with ``--amp`` / ``--accum`` /
+    ``--data-root`` before validating, see ``cli.prepare_run``):
 
     1. ``Config.fromfile`` (a ``package::path`` name such as
        ``'mmdet3d::centerpoint/...py'`` is looked up in the package);
     2. mmdet3d 0.x keys (``optimizer_config``, ``fp16``, ``lr_config``,
        ``data``, ...) are translated, and the migration table is logged;
     3. the presets named by ``presets = [...]`` are merged in order from
-       ``configs/_base_/presets`` and the ``presets`` key is removed;
-    4. ``cfg_options`` (``--cfg-options``) are merged last;
-    5. ``runner_type`` defaults to :data:`DEFAULT_RUNNER_TYPE`, and the
-       accumulation and precision values are validated (integer loss scales
-       become floats).
+       ``configs/_base_/presets`` and the ``presets`` key is removed, and
+       ``runner_type`` defaults to :data:`DEFAULT_RUNNER_TYPE`
+       (steps 1-3: :func:`read_config`);
+    4. ``cfg_options`` (``--cfg-options``) are merged;
+    5. the accumulation and precision values are validated (integer loss
+       scales become floats); an error names what set them.
 
     Args:
         path (str): Config file.
@@ -82,33 +151,10 @@ def load_config(path: str, cfg_options: Optional[Dict] = None) -> Config:
         >>> cfg.optim_wrapper.type, cfg.optim_wrapper.accumulative_counts
         ('AmpOptimWrapper', 4)
     """
-    cfg = _fromfile(path)
-
-    cfg, rows = translate_legacy(cfg)
-    if rows:
-        print_log(
-            f'{path}: translated {len(rows)} mmdet3d 0.x setting(s) to '
-            'mmengine keys (write these keys to silence this table; '
-            'tools/migrate_config.py does it):\n' +
-            format_migration_table(rows),
-            logger='current')
-
-    names = preset_names_of(cfg)
-    cfg.pop('presets', None)
-    apply_presets(cfg, names)
-
-    if cfg_options:
-        if any(key == 'presets' or key.startswith('presets.')
-               for key in cfg_options):
-            raise ValueError(
-                'load_config: presets cannot be set by --cfg-options, they '
-                'are merged before the options; use --accum N / --amp MODE, '
-                'or presets = [...] in the config.')
-        cfg.merge_from_dict(cfg_options)
-
-    if 'runner_type' not in cfg:
-        cfg.runner_type = DEFAULT_RUNNER_TYPE
-    validate_optim_wrapper(cfg, f'{path}: optim_wrapper')
+    cfg, names = read_config(path)
+    merge_cfg_options(cfg, cfg_options)
+    validate_optim_wrapper(
+        cfg, settings_source(path, names, cfg_options=bool(cfg_options)))
     return cfg
 
 

@@ -293,8 +293,10 @@ def _notes_after_accumulation(cfg: Config, where: str) -> None:
             logger='current')
 
 
-def apply_presets(cfg: Config, names: Optional[Sequence[str]]) -> Config:
-    """Deep-merge the named presets onto ``cfg`` in order, in place.
+def merge_presets(cfg: Config, names: Optional[Sequence[str]]) -> Config:
+    """Deep-merge the named presets onto ``cfg`` in order, in place, without
+    validating the result (:func:`apply_presets` validates it; the tools
+    validate once after all their flags, see ``cli.prepare``).
 
     Args:
         cfg (Config): The loaded config.
@@ -307,11 +309,7 @@ def apply_presets(cfg: Config, names: Optional[Sequence[str]]) -> Config:
 
     Raises:
         ValueError: For an unknown preset (the message lists the known
-            ones), two presets of the same kind, or out-of-range values.
-
-    Examples:
-        >>> cfg = Config.fromfile('configs/centerpoint/my_config.py')
-        >>> apply_presets(cfg, ['grad_accum_x4', 'bf16'])
+            ones), or two presets of the same kind.
     """
     if not names:
         return cfg
@@ -323,12 +321,70 @@ def apply_presets(cfg: Config, names: Optional[Sequence[str]]) -> Config:
     for name in names:
         preset = load_preset(name)
         _merge_preset(cfg, preset, name)
-        validate_optim_wrapper(cfg, f'preset {name!r}')
         print_log(f'applied preset {name!r}: {_describe(cfg)}',
                   logger='current')
     if accumulative_counts_of(cfg) != counts_before:
         _notes_after_accumulation(cfg, 'presets')
     return cfg
+
+
+def apply_presets(cfg: Config, names: Optional[Sequence[str]]) -> Config:
+    """Deep-merge the named presets onto ``cfg`` in order, in place, and
+    validate the result.
+
+    Args:
+        cfg (Config): The loaded config.
+        names (Sequence[str], optional): Preset names from
+            ``configs/_base_/presets`` (or paths to preset files). None or
+            empty does nothing.
+
+    Returns:
+        Config: ``cfg`` itself.
+
+    Raises:
+        ValueError: For an unknown preset (the message lists the known
+            ones), two presets of the same kind, or out-of-range values
+            (the message names the presets).
+
+    Examples:
+        >>> cfg = Config.fromfile('configs/centerpoint/my_config.py')
+        >>> apply_presets(cfg, ['grad_accum_x4', 'bf16'])
+    """
+    if not names:
+        return cfg
+    names = [names] if isinstance(names, str) else list(names)
+    merge_presets(cfg, names)
+    validate_optim_wrapper(cfg, applied_by(presets=names))
+    return cfg
+
+
+def applied_by(presets: Sequence[str] = (),
+               cfg_options: bool = False,
+               amp: Union[None, bool, str] = None,
+               accum: Optional[int] = None) -> str:
+    """What set a config's values, in the order it was applied, for the
+    context prefix of :func:`validate_optim_wrapper`'s errors.
+
+    Args:
+        presets (Sequence[str]): Preset names merged. Defaults to ().
+        cfg_options (bool): Whether ``--cfg-options`` were merged.
+            Defaults to False.
+        amp (bool | str, optional): ``--amp`` (True: 'fp16'). Defaults to
+            None.
+        accum (int, optional): ``--accum``. Defaults to None.
+
+    Returns:
+        str: e.g. ``"preset 'grad_accum_x4', --cfg-options, --amp bf16"``;
+        empty when nothing was applied.
+    """
+    parts = [f'preset {name!r}' for name in presets]
+    if cfg_options:
+        parts.append('--cfg-options')
+    if amp is not None and amp is not False:
+        parts.append(f'--amp {"fp16" if amp is True else amp}')
+    if accum is not None:
+        parts.append(f'--accum {accum}')
+    return ', '.join(parts)
 
 
 def force_float32(cfg: Config, where: str = '--amp fp32') -> Config:
@@ -373,10 +429,11 @@ def force_float32(cfg: Config, where: str = '--amp fp32') -> Config:
     return cfg
 
 
-def apply_train_flags(cfg: Config,
+def merge_train_flags(cfg: Config,
                       accum: Optional[int] = None,
                       amp: Union[None, bool, str] = None) -> Config:
-    """Apply tools/train.py's ``--accum N`` and ``--amp [MODE]`` in place.
+    """Apply tools/train.py's ``--accum N`` and ``--amp [MODE]`` in place,
+    without validating the result (:func:`apply_train_flags` does).
 
     They are equivalent to the presets: ``--accum 4`` is 'grad_accum_x4'
     (any N >= 1 is allowed), ``--amp``/``--amp fp16`` is 'fp16_dynamic'
@@ -404,7 +461,6 @@ def apply_train_flags(cfg: Config,
     elif amp is not None and amp is not False:
         name = AMP_FLAG_PRESETS[mode]
         _merge_preset(cfg, load_preset(name), f'--amp {mode}')
-        validate_optim_wrapper(cfg, f'--amp {mode}')
         print_log(f'--amp {mode}: applied preset {name!r}: {_describe(cfg)}',
                   logger='current')
     if accum is not None:
@@ -416,9 +472,30 @@ def apply_train_flags(cfg: Config,
         _optim_wrapper_of(cfg, '--accum')
         cfg.merge_from_dict(
             dict(optim_wrapper=dict(accumulative_counts=int(accum))))
-        validate_optim_wrapper(cfg, '--accum')
         print_log(f'--accum {accum}: {_describe(cfg)}', logger='current')
         _notes_after_accumulation(cfg, f'--accum {accum}')
+    return cfg
+
+
+def apply_train_flags(cfg: Config,
+                      accum: Optional[int] = None,
+                      amp: Union[None, bool, str] = None) -> Config:
+    """Apply tools/train.py's ``--accum N`` and ``--amp [MODE]`` in place
+    (:func:`merge_train_flags`) and validate the result.
+
+    Args:
+        cfg (Config): The loaded config (after :func:`load_config`).
+        accum (int, optional): Accumulation count. None keeps the config's.
+        amp (bool | str, optional): None/False keeps the config's precision;
+            True means 'fp16'; otherwise one of :data:`AMP_CHOICES`.
+
+    Returns:
+        Config: ``cfg`` itself.
+    """
+    merge_train_flags(cfg, accum=accum, amp=amp)
+    where = applied_by(amp=amp, accum=accum)
+    if where:
+        validate_optim_wrapper(cfg, where)
     return cfg
 
 

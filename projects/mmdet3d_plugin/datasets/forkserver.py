@@ -39,7 +39,8 @@ def setup_forkserver_preload(modules: Optional[Sequence[str]] = None,
         list[str]: The preload list now in effect.
 
     Examples:
-        >>> from projects.mmdet3d_plugin.utils import setup_forkserver_preload
+        >>> from projects.mmdet3d_plugin.datasets import (
+        ...     setup_forkserver_preload)
         >>> if cfg.env_cfg.mp_cfg.mp_start_method == 'forkserver':
         ...     setup_forkserver_preload(start=True)
     """

@@ -21,7 +21,8 @@ it starts), the checks that otherwise fail hours into a distributed job:
   the model where the CPU emulates it), accumulation with BatchNorm,
   the effective batch and the LR with and without auto-scaling, finite
   losses;
-- dist: the backend the launchers pick here starts, the world size fits.
+- dist: the backend the launchers pick here starts, the world size fits,
+  the timeouts of the run are ordered.
 
 Each check prints one line, ``pass``, ``warn`` or ``fail``, with the fix for
 the last two. A check that crashes fails with its exception and the others
@@ -47,8 +48,8 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, Dict, List, Optional, Sequence
 
-from ..apis.errors import add_debug_flag
-from ..apis.launch import train_parser
+from ..cli.errors import add_debug_flag
+from ..cli.parsers import train_parser
 from ..config.loading import add_cfg_options
 from ..config.presets import add_train_flags
 from .checks import config as cfg_
@@ -164,6 +165,7 @@ def _checks() -> List:
         ('config.dataloaders', cfg_.check_dataloaders, cfg, ()),
         ('dist.backend', dist.check_backend, cfg, ()),
         ('dist.world_size', dist.check_world_size, cfg, ()),
+        ('dist.timeouts', dist.check_timeouts, cfg, ()),
         ('optim.amp', optim.check_amp, cfg, ('amp_ok', )),
         ('optim.lr', optim.check_lr, cfg, ()),
         ('data.dataset.train', partial(data.build_dataset, split='train'),

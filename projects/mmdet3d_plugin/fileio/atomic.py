@@ -18,8 +18,8 @@ file under the real name, and ``--resume`` then fails to load it. Here:
 
 :class:`~projects.mmdet3d_plugin.engine.hooks.AtomicCheckpointHook` uses
 them for checkpoints, and
-:func:`~projects.mmdet3d_plugin.engine.hooks.use_atomic_checkpoints` makes it
-the checkpoint hook of a config (the plugin's tools call it).
+:func:`~projects.mmdet3d_plugin.config.checkpoint_hook.use_atomic_checkpoints`
+makes it the checkpoint hook of a config (the plugin's tools call it).
 """
 import contextlib
 import os

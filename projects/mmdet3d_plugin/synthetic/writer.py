@@ -55,6 +55,11 @@ from .tables import (ATTRIBUTES, CATEGORIES, LOCATIONS, TABLES, VISIBILITIES,
 
 # Written next to the tables; records what was generated.
 MARKER = '.synthetic_nuscenes.json'
+#: The marker's ``generator``: the function that wrote the dataset.
+GENERATOR = 'projects.mmdet3d_plugin.synthetic.generate_synthetic_nuscenes'
+#: ``generator`` of the markers of earlier releases (same data).
+EARLIER_GENERATORS = (
+    'projects.mmdet3d_plugin.utils.generate_synthetic_nuscenes', )
 
 
 class _Tokens:
@@ -348,7 +353,7 @@ class _Writer:
 
 def _marker(seed: int, version: str, cfg: SyntheticNuScenesConfig) -> dict:
     return dict(
-        generator='projects.mmdet3d_plugin.utils.generate_synthetic_nuscenes',
+        generator=GENERATOR,
         seed=int(seed),
         version=version,
         config=json.loads(json.dumps(asdict(cfg))))
@@ -470,7 +475,7 @@ def prepare_synthetic_nuscenes(
         (``v1.0-test``: ``nuscenes_infos_test.pkl`` only).
 
     Examples:
-        >>> from projects.mmdet3d_plugin.utils import (
+        >>> from projects.mmdet3d_plugin.synthetic import (
         ...     prepare_synthetic_nuscenes)
         >>> data_root = prepare_synthetic_nuscenes('data/nus_synthetic')
         >>> # then, in a config: data_root=f'{data_root}/'
@@ -483,6 +488,8 @@ def prepare_synthetic_nuscenes(
         elif (root / MARKER).is_file():
             found = json.loads((root / MARKER).read_text())
             wanted = _marker(seed, version, cfg)
+            if found.get('generator') in EARLIER_GENERATORS:
+                found = {**found, 'generator': GENERATOR}  # same data
             if found != wanted:
                 raise ValueError(
                     f'prepare_synthetic_nuscenes: {root} holds a dataset '

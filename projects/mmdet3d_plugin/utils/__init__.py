@@ -1,23 +1,26 @@
-"""The import paths of earlier releases, kept working: every name here is
-re-exported from the capability folder that holds it now (``config``,
-``datasets``, ``synthetic``, ``engine``, ``apis``). New code imports from
-there."""
-from ..apis.find_unused import find_unused_parameters
-from ..config import (add_train_flags, apply_presets, apply_train_flags,
-                      format_migration_table, known_presets, load_config,
-                      redirect_data_root, translate_legacy)
-from ..datasets import setup_forkserver_preload
-from ..dist.ports import free_port
-from ..pickling import check_picklable, find_unpicklable
-from ..synthetic import (SyntheticNuScenesConfig, create_nuscenes_infos,
-                         generate_synthetic_nuscenes, load_mmdet3d_converter,
-                         prepare_synthetic_nuscenes)
+"""The import paths of earlier releases, kept working outside the layers of
+``.importlinter``: each name here warns (``DeprecationWarning``) and is the
+object of the capability folder that holds it now (``config``,
+``datasets``, ``pickling``, ``synthetic``, ``dist``, ``cli``). New code
+imports from there, e.g. ``projects.mmdet3d_plugin.pickling.find_unpicklable``.
+"""
+from .. import cli, config, datasets, dist, pickling, synthetic
+from .moved import moved_names
 
-__all__ = [
-    'SyntheticNuScenesConfig', 'add_train_flags', 'apply_presets',
-    'apply_train_flags', 'check_picklable', 'create_nuscenes_infos',
-    'find_unpicklable', 'find_unused_parameters', 'format_migration_table',
-    'free_port', 'generate_synthetic_nuscenes', 'known_presets',
-    'load_config', 'load_mmdet3d_converter', 'prepare_synthetic_nuscenes',
-    'redirect_data_root', 'setup_forkserver_preload', 'translate_legacy'
-]
+_MOVED = {
+    'find_unused_parameters': cli,
+    **{name: config for name in (
+        'add_train_flags', 'apply_presets', 'apply_train_flags',
+        'format_migration_table', 'known_presets', 'load_config',
+        'redirect_data_root', 'translate_legacy')},
+    **{name: pickling for name in ('check_picklable', 'find_unpicklable')},
+    'setup_forkserver_preload': datasets,
+    'free_port': dist,
+    **{name: synthetic for name in (
+        'SyntheticNuScenesConfig', 'create_nuscenes_infos',
+        'generate_synthetic_nuscenes', 'load_mmdet3d_converter',
+        'prepare_synthetic_nuscenes')},
+}
+__all__ = sorted(_MOVED)
+__getattr__, __dir__ = moved_names(__name__, _MOVED)
+del cli, config, datasets, dist, pickling, synthetic

@@ -5,15 +5,13 @@ import sys
 from typing import Dict, List, Optional, Tuple
 
 from ...constants import CUSTOM_IMPORTS, PLUGIN_MODULE as PLUGIN
-from ...apis.launch import PluginDirCollisionError, load, plugin_dir_collision
-from ...config.data_root import redirect_data_root, unwrap_datasets
-from ...config.loading import load_config
-from ...config.presets import apply_train_flags
+from ...cli.prepare import prepare_run
+from ...config.data_root import unwrap_datasets
+from ...config.plugin_dir import plugin_dir_collision
 from ...config.run_checks import (data_version_problems, dataloader_problems,
                                   version_error)
 from ...datasets.builder import SPLITS
 from ...datasets.info_checks import describe_info_format
-from ...engine.hooks.atomic_checkpoint_hook import use_atomic_checkpoints
 from ...synthetic.converter import mmdet3d_converter_dir
 from ..context import (CheckResult, DoctorContext, failed, one_line, passed,
                        warned)
@@ -23,34 +21,25 @@ EVALUATORS = ('val_evaluator', 'test_evaluator')
 
 
 def check_load(ctx: DoctorContext) -> CheckResult:
-    """Load the config as tools/train.py does (presets, 0.x keys, plugin,
-    ``--amp`` / ``--accum`` / ``--auto-scale-lr``).
+    """Prepare the config as tools/train.py does (``cli.prepare_run``: the
+    config and its presets, ``--cfg-options``, then ``--amp`` / ``--accum``
+    / ``--data-root``, ``--auto-scale-lr``, the plugin).
 
-    Unlike tools/train.py it does not stop on a precision this machine
-    cannot run: ``optim.amp`` reports that, and the rest still runs. Nor on
-    a ``plugin_dir`` that collides with this package: the config loads
-    without that plugin, and ``config.plugin`` fails.
+    Unlike tools/train.py it does not stop on what the other checks
+    report: a precision this machine cannot run (``optim.amp``), a
+    ``plugin_dir`` that collides with this package (the config loads
+    without that plugin, and ``config.plugin`` fails), the data and
+    dataloader checks (``config.data_version``, ``config.dataloaders``) and
+    the timeouts (``dist.timeouts``).
     """
     opts = ctx.options
+    cfg = prepare_run(
+        opts.config, 'train', cfg_options=opts.cfg_options, amp=opts.amp,
+        accum=opts.accum, data_root=opts.data_root,
+        auto_scale_lr=opts.auto_scale_lr, work_dir=ctx.tmp_dir, stop=False)
     notes = []
-    try:
-        cfg = load(opts.config, opts.cfg_options, 'none', ctx.tmp_dir)
-    except PluginDirCollisionError:
-        cfg = load_config(opts.config, cfg_options=opts.cfg_options)
-        cfg.launcher = 'none'
-        cfg.work_dir = ctx.tmp_dir
+    if plugin_dir_collision(cfg) is not None:
         notes.append('plugin_dir not imported, see config.plugin')
-    use_atomic_checkpoints(cfg)
-    apply_train_flags(cfg, accum=opts.accum, amp=opts.amp)
-    if opts.auto_scale_lr:
-        if 'base_batch_size' not in (cfg.get('auto_scale_lr') or {}):
-            raise ValueError(
-                'doctor: --auto-scale-lr needs `auto_scale_lr = dict('
-                'enable=False, base_batch_size=N)` in the config, N being the '
-                'total batch size the LR was tuned for')
-        cfg.auto_scale_lr.enable = True
-    if opts.data_root:
-        redirect_data_root(cfg, opts.data_root)
     ctx.provide('cfg', cfg)
     notes.insert(0, f'runner {cfg.get("runner_type", "Runner")}')
     flags = [

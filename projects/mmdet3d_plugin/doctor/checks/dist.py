@@ -1,14 +1,17 @@
 """Doctor checks of distributed training: the backend the launchers pick on
-this machine works, and the world size asked for fits it."""
+this machine works, the world size asked for fits it, and the run's
+timeouts are ordered."""
 import os
 import os.path as osp
 
+from ...cli.prepare import process_group_backend
+from ...dist.budget import timeout_problems
 from ..context import CheckResult, DoctorContext, failed, passed, warned
 
 
 def backend_of(cfg) -> str:
     """The backend tools/train.py starts: the config's (nccl by default)
-    with CUDA, gloo without (see :func:`launch.setup_distributed`)."""
+    with CUDA, gloo without (see :func:`cli.runner.setup_distributed`)."""
     import torch
     if not torch.cuda.is_available():
         return 'gloo'
@@ -105,3 +108,19 @@ def check_world_size(ctx: DoctorContext) -> CheckResult:
             f'lower train_dataloader.num_workers to about '
             f'{max(cores // per_node - 1, 1)} per process')
     return passed('dist.world_size', detail)
+
+
+def check_timeouts(ctx: DoctorContext) -> CheckResult:
+    """The watchdog, the process group and the evaluation wait timeouts are
+    ordered (``dist.timeout_problems``): the error tools/train.py stops
+    with, as a checklist line."""
+    backend = process_group_backend()
+    problems = [p.split('. Fix: ', 1)
+                for p in timeout_problems(ctx.cfg, backend)]
+    if problems:
+        return failed('dist.timeouts', '; '.join(p[0] for p in problems),
+                      '; '.join(p[-1] for p in problems))
+    return passed(
+        'dist.timeouts', 'the watchdog ends a hang before the process '
+        f'group ({backend}) times out, and evaluation waits are positive '
+        '(or none is configured)')

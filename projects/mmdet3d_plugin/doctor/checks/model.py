@@ -13,7 +13,7 @@ import itertools
 import time
 from typing import Any, Dict, List, Set
 
-from ...apis.launch import build_runner, isolate_runner
+from ...cli.runner import build_runner, isolate_runner
 from ...engine.unused_params import (UnusedParamSummary,
                                      configured_find_unused,
                                      wrapper_config_line)

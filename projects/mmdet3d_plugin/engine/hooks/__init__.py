@@ -1,6 +1,8 @@
+# The config rewrite that selects AtomicCheckpointHook lives in config/; its
+# name stays importable here, where it was documented.
+from ...config.checkpoint_hook import use_atomic_checkpoints
 from .accumulation_resume_hook import AccumulationResumeHook
-from .atomic_checkpoint_hook import (AtomicCheckpointHook,
-                                     use_atomic_checkpoints)
+from .atomic_checkpoint_hook import AtomicCheckpointHook
 from .ddp_unused_param_hook import DDPUnusedParamHook
 from .dist_watchdog_hook import DistWatchdogHook
 

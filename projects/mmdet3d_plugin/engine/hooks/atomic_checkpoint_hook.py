@@ -1,7 +1,6 @@
 """Checkpoint hook whose files survive a kill at any moment."""
 from typing import Optional
 
-from mmengine.config import Config
 from mmengine.dist import is_main_process
 from mmengine.fileio import LocalBackend, get_file_backend
 from mmengine.hooks import CheckpointHook
@@ -110,33 +109,3 @@ class AtomicCheckpointHook(CheckpointHook):
                 self.file_backend.remove(path)
             elif self.file_backend.isdir(path):
                 self.file_backend.rmtree(path)
-
-
-def use_atomic_checkpoints(cfg: Config) -> Config:
-    """Make ``cfg``'s checkpoint hook :class:`AtomicCheckpointHook`.
-
-    Only mmengine's stock ``CheckpointHook`` (the default) is replaced; a
-    config that names another checkpoint hook keeps it, as does one that
-    sets ``default_hooks.checkpoint = None``. Every argument of the hook is
-    kept.
-
-    Args:
-        cfg (Config): Loaded config, changed in place.
-
-    Returns:
-        Config: ``cfg`` itself.
-    """
-    # A scoped name also resolves when default_scope is not mmdet3d.
-    hook_type = ('AtomicCheckpointHook' if cfg.get('default_scope') ==
-                 'mmdet3d' else 'mmdet3d.AtomicCheckpointHook')
-    default_hooks = cfg.get('default_hooks')
-    if default_hooks is None:
-        cfg.default_hooks = dict(checkpoint=dict(type=hook_type, interval=1))
-        return cfg
-    hook = default_hooks.get('checkpoint', dict(type='CheckpointHook'))
-    if isinstance(hook, dict) and hook.get('type') in (
-            'CheckpointHook', 'mmengine.CheckpointHook'):
-        hook = dict(hook, type=hook_type)
-        hook.setdefault('interval', 1)
-        default_hooks['checkpoint'] = hook
-    return cfg

@@ -190,7 +190,7 @@ def run_tool(fn: Callable[[Any], Any], args: Any) -> Any:
     """Call ``fn(args)``; print user errors as one line and exit 1.
 
     Args:
-        fn (callable): The tool's work, e.g. ``launch.train``.
+        fn (callable): The tool's work, e.g. ``cli.train``.
         args (argparse.Namespace): Parsed arguments (``args.debug`` turns
             the one-line errors off).
 

@@ -31,13 +31,13 @@ from typing import Dict, Optional, Tuple
 from mmengine.config import Config
 from mmengine.runner import Runner
 
+from ..cli.runner import build_runner
 from ..constants import NUSCENES_CLASSES, REPO_ROOT
 from ..config.data_root import redirect_data_root
 from ..config.loading import load_config
 from ..dist.ports import free_port
 from ..synthetic.writer import prepare_synthetic_nuscenes
 from .bev_figure import draw_bev, predict_frame
-from .launch import build_runner
 
 CONFIG = (REPO_ROOT / 'configs' / 'centerpoint' /
           'centerpoint_pillar_synthetic.py')

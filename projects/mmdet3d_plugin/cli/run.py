@@ -1,0 +1,73 @@
+"""What ``tools/train.py`` and ``tools/test.py`` do, importable and testable.
+
+The scripts stay thin: they parse arguments with
+:func:`~.parsers.train_parser` / :func:`~.parsers.test_parser` and hand
+them to :func:`train` / :func:`test`, which prepare the config with
+:func:`~.prepare.prepare_run` and run it.
+"""
+import argparse
+import logging
+import os
+import os.path as osp
+
+from mmengine.config import Config
+from mmengine.logging import print_log
+from mmengine.runner import Runner
+
+from ..engine.checkpoint_fit import check_checkpoint_fits
+from ..failures.rank_info import note_rank_context
+from .prepare import prepare_run
+from .runner import build_runner, setup_distributed
+
+
+def _set_local_rank(args: argparse.Namespace) -> None:
+    if 'LOCAL_RANK' not in os.environ:
+        os.environ['LOCAL_RANK'] = str(args.local_rank)
+
+
+def prepare_train(args: argparse.Namespace) -> Config:
+    """The config ``tools/train.py``'s flags give (see :func:`prepare_run`).
+    """
+    return prepare_run(
+        args.config, 'train', cfg_options=args.cfg_options, amp=args.amp,
+        accum=args.accum, data_root=args.data_root, launcher=args.launcher,
+        work_dir=args.work_dir, sync_bn=args.sync_bn,
+        auto_scale_lr=args.auto_scale_lr, resume=args.resume)
+
+
+def prepare_test(args: argparse.Namespace) -> Config:
+    """The config ``tools/test.py``'s flags give (see :func:`prepare_run`).
+    """
+    return prepare_run(
+        args.config, 'test', cfg_options=args.cfg_options,
+        amp=getattr(args, 'amp', None), data_root=args.data_root,
+        launcher=args.launcher, work_dir=args.work_dir,
+        checkpoint=args.checkpoint)
+
+
+def train(args: argparse.Namespace) -> Runner:
+    """Train as mmdet3d's ``tools/train.py`` does, with the plugin's extras."""
+    _set_local_rank(args)
+    cfg = prepare_train(args)
+    note_rank_context(work_dir=osp.abspath(cfg.work_dir))
+    setup_distributed(cfg)
+    runner = build_runner(cfg)
+    note_rank_context(log_dir=osp.abspath(runner.log_dir))
+    runner.train()
+    return runner
+
+
+def test(args: argparse.Namespace) -> dict:
+    """Test a checkpoint as mmdet3d's ``tools/test.py`` does."""
+    _set_local_rank(args)
+    cfg = prepare_test(args)
+    note_rank_context(work_dir=osp.abspath(cfg.work_dir))
+    setup_distributed(cfg)
+    runner = build_runner(cfg)
+    check_checkpoint_fits(runner.model, args.checkpoint, args.config)
+    note_rank_context(log_dir=osp.abspath(runner.log_dir))
+    metrics = runner.test()
+    if metrics is None:
+        print_log('test: no metrics were returned', logger='current',
+                  level=logging.WARNING)
+    return metrics
