@@ -108,7 +108,7 @@ def test_every_part_is_a_layer_of_the_contract():
 
 
 @pytest.mark.parametrize('shim, name, real', [
-    ('utils', 'find_unpicklable', 'datasets'),
+    ('utils', 'find_unpicklable', 'pickling'),
     ('utils', 'load_config', 'config'),
     ('utils', 'free_port', 'dist'),
     ('utils', 'prepare_synthetic_nuscenes', 'synthetic'),
