@@ -35,10 +35,10 @@ from mmdet3d.registry import METRICS
 from projects.mmdet3d_plugin.constants import (HANG_EXIT_CODE,
                                                HANG_MESSAGE_PREFIX,
                                                HANG_REPORT_NAME)
+from projects.mmdet3d_plugin.diagnostics import RankErrorHandler
 from projects.mmdet3d_plugin.engine.hooks import DistWatchdogHook
 from projects.mmdet3d_plugin.dist.ports import free_port
 from projects.mmdet3d_plugin.engine.watchdog import (DistWatchdogHang,
-                                                     HangErrorHandler,
                                                      RankStacks, RankStatus,
                                                      find_stuck, hang_message)
 
@@ -422,7 +422,7 @@ def test_error_file_reads_back_in_torch_elastic(tmp_path, monkeypatch):
     monkeypatch.setenv('TORCHELASTIC_ERROR_FILE', str(path))
     message = f'{HANG_MESSAGE_PREFIX}: rank 1 stuck in train iteration 2 ' \
         'at x.py:3 in f'
-    HangErrorHandler().record_exception(
+    RankErrorHandler().record_exception(
         DistWatchdogHang(message, 'Rank 1 stack\nDistWatchdogHang: ' +
                          message))
     failure = ProcessFailure(local_rank=1, pid=123, exitcode=HANG_EXIT_CODE,
@@ -433,12 +433,18 @@ def test_error_file_reads_back_in_torch_elastic(tmp_path, monkeypatch):
     assert f'exitcode  : {HANG_EXIT_CODE}' in summary, summary
 
 
+SECONDS = 'must be a positive, finite number of seconds, got '
+
+
 @pytest.mark.parametrize('kwargs,match', [
-    (dict(timeout=0), 'timeout must be a number of seconds > 0'),
-    (dict(timeout='30'), 'timeout must be a number of seconds > 0'),
-    (dict(timeout=True), 'timeout must be a number of seconds > 0'),
+    (dict(timeout=0), f'timeout {SECONDS}0 \\(int\\); e.g. timeout=1800'),
+    (dict(timeout='30'),
+     f"timeout {SECONDS}'30' \\(str\\); e.g. timeout=1800"),
+    (dict(timeout=True),
+     f'timeout {SECONDS}True \\(bool\\); e.g. timeout=1800'),
     (dict(action='kill'), "action must be one of \\('abort', 'report'\\)"),
-    (dict(interval=-1), 'interval must be a number of seconds > 0'),
+    (dict(interval=-1),
+     f'interval {SECONDS}-1 \\(int\\); e.g. interval=10'),
     (dict(timeout=5, interval=10), r'interval \(10 s\) must not exceed'),
 ])
 def test_bad_arguments(kwargs, match):

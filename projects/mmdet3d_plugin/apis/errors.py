@@ -19,9 +19,8 @@ import traceback
 from typing import Any, Callable, Optional
 
 from ..constants import CUSTOM_IMPORTS
-from ..compat.known_errors import known_error
+from ..diagnostics.causes import known_error, signal_hint
 from ..engine.amp import AmpUnsupportedError
-from ..failures.causes import signal_hint
 
 #: Environment variable that turns the one-line errors off.
 DEBUG_ENV = 'MMDET3D_PLUGIN_DEBUG'
