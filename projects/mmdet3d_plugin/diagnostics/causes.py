@@ -112,12 +112,14 @@ HANG = Cause(
     key='hang',
     title='hang (found by DistWatchdogHook)',
     explanation='no rank finished an iteration for the watchdog\'s timeout, '
-    'or the ranks drifted apart; the stuck rank(s) and their frame are '
-    'named above',
+    'a long phase a rank declared (rank 0\'s evaluation) was about to '
+    'outlast its own timeout, or the ranks drifted apart; the stuck rank(s), '
+    'their phase and their frame are named above',
     fix=f'read {HANG_REPORT_NAME} in the run\'s log folder (every rank\'s '
     'iteration and Python stack); a rank stuck in a collective waits for a '
     'peer stuck elsewhere (data loading, rank-0-only work, a collective '
-    'that only some ranks call)',
+    'that only some ranks call); an evaluation that is legitimately long '
+    'needs a larger dist_wait_timeout in its evaluator',
     patterns=_any(r'^(\w+: )?' + re.escape(HANG_MESSAGE_PREFIX)),
     exit_codes=(HANG_EXIT_CODE, ))
 
