@@ -99,29 +99,29 @@ class DistWatchdogHook(Hook):
                 f'timeout ({timeout!r} s); leave interval=None for '
                 'min(timeout / 4, 10)')
         self.monitor: Optional[HangMonitor] = None
-        self._group = None
         self._in_train = False
 
     def before_run(self, runner) -> None:
-        """Create the watchdog's gloo group (once) and start its thread.
+        """Create the watchdog's gloo group and start its thread.
 
         Args:
             runner (Runner): The runner.
         """
         rank, world_size = get_dist_info()
         if self.monitor is None:
-            self._group = new_watchdog_group(world_size, self.timeout,
-                                             self.interval)
             self.monitor = HangMonitor(
                 self.timeout,
                 self.interval,
                 self.action,
                 runner.log_dir,
                 runner.logger,
-                group=self._group,
                 rank=rank,
                 world_size=world_size)
             self._warn_nccl_timeout(runner)
+        if self.monitor.group is None:
+            # A collective: every rank runs before_run at the same point.
+            self.monitor.group = new_watchdog_group(world_size, self.timeout,
+                                                    self.interval)
         self.monitor.mark(PHASES.index('start'), 0, finished=0)
         self.monitor.start()
         runner.logger.info(
@@ -145,13 +145,15 @@ class DistWatchdogHook(Hook):
             runner.logger.warning(problem)
 
     def after_run(self, runner) -> None:
-        """Wait for the other ranks to finish (or for a hang to be handled).
+        """Wait for the other ranks to finish (or for a hang to be handled),
+        then destroy the watchdog's group.
 
         Args:
             runner (Runner): The runner.
         """
         if self.monitor is not None:
             self.monitor.finish()
+            self.monitor.close()
 
     # -- progress: loops and epochs ----------------------------------------
 

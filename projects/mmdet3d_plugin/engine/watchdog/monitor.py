@@ -132,7 +132,21 @@ class HangMonitor:
             self._thread.join(
                 timeout=watchdog_group_timeout(self.timeout, self.interval) +
                 self.interval)
-            self._thread = None
+            if not self._thread.is_alive():
+                self._thread = None
+
+    def close(self) -> None:
+        """Destroy the watchdog's group once the thread has ended.
+
+        Called on the Runner's thread after :meth:`finish`, while the
+        interpreter is whole: a gloo group left to the interpreter's
+        teardown can abort the process (``terminate called without an
+        active exception``; pytorch/pytorch#179291). A later run makes a
+        new group (:func:`new_watchdog_group`).
+        """
+        if self._thread is None and self.group is not None:
+            torch_dist.destroy_process_group(self.group)
+            self.group = None
 
     # -- watchdog thread ---------------------------------------------------
 
