@@ -35,12 +35,13 @@ from mmdet3d.registry import METRICS
 from projects.mmdet3d_plugin.constants import (HANG_EXIT_CODE,
                                                HANG_MESSAGE_PREFIX,
                                                HANG_REPORT_NAME)
+from projects.mmdet3d_plugin.diagnostics import RankErrorHandler
 from projects.mmdet3d_plugin.engine.hooks import DistWatchdogHook
 from projects.mmdet3d_plugin.dist.ports import free_port
 from projects.mmdet3d_plugin.engine.watchdog import (DistWatchdogHang,
-                                                     HangErrorHandler,
-                                                     RankStacks, RankStatus,
-                                                     find_stuck, hang_message)
+                                                     PhaseStatus, RankStacks,
+                                                     RankStatus, find_stuck,
+                                                     hang_found, hang_message)
 
 REPO = Path(__file__).resolve().parents[1]
 TESTS = Path(__file__).resolve().parent
@@ -417,12 +418,69 @@ def test_message_names_every_stuck_rank():
         'before_train_iter, idle 30 s)' in message, message
 
 
+COMPUTE = ('/work/my_metric.py', 7, 'compute_metrics')
+
+
+def _evaluation(rank, elapsed, timeout):
+    detail = ('rank 0 computes MyMetric.compute_metrics' if rank == 0 else
+              'waits for rank 0 to compute MyMetric.compute_metrics')
+    return PhaseStatus('evaluation', detail, timeout, elapsed)
+
+
+@pytest.mark.parametrize('phases,idle,inner,hang,stuck,waiting', [
+    # Rank 0 evaluates for 46 s of its 4 h, rank 1 waits: no hang, though
+    # no iteration finished for longer than the timeout (20 s).
+    ({0: (46, 14400), 1: (46, 14400)}, [50, 50], {0: COMPUTE, 1: WAIT},
+     False, None, None),
+    # Its dist_wait_timeout of 30 s is about to run out (ended 5 s before).
+    ({0: (25.1, 30), 1: (25.0, 30)}, [29, 29], {0: COMPUTE, 1: WAIT},
+     True, [0], [1]),
+    ({0: (24, 30), 1: (24, 30)}, [29, 29], {0: COMPUTE, 1: WAIT},
+     False, None, None),
+    # Rank 0 evaluates within its timeout; rank 1, outside the phase, is
+    # stuck in its own code: rank 1 is named, not rank 0.
+    ({0: (40, 14400)}, [45, 45], {0: COMPUTE, 1: USER}, True, [1], []),
+])
+def test_declared_phase_is_judged_against_its_own_timeout(
+        phases, idle, inner, hang, stuck, waiting):
+    statuses = {
+        r: RankStatus(r, 5, 'val', 10, i,
+                      declared=_evaluation(r, *phases[r])
+                      if r in phases else None)
+        for r, i in enumerate(idle)
+    }
+    assert hang_found(statuses.values(), 20) is hang
+    if not hang:
+        return
+    stacks = _stacks(inner)
+    verdict = find_stuck(statuses, stacks, 2, timeout=20)
+    assert (verdict.stuck, verdict.waiting) == (stuck, waiting), verdict
+
+
+def test_message_names_the_overdue_phase():
+    statuses = {r: RankStatus(r, 5, 'val', 10, 29,
+                              declared=_evaluation(r, 25.2, 30))
+                for r in (0, 1)}
+    stacks = _stacks({0: COMPUTE, 1: WAIT})
+    verdict = find_stuck(statuses, stacks, 2, timeout=20)
+    message = hang_message(verdict, statuses, stacks, 20)
+    assert message.startswith(
+        f'{HANG_MESSAGE_PREFIX}: rank 0 stuck in evaluation (rank 0 computes '
+        'MyMetric.compute_metrics) at /work/my_metric.py:7 in '
+        'compute_metrics, for 25 s, about to outlast its dist_wait_timeout '
+        'of 30 s (the watchdog ends a declared phase 5 s before its '
+        'timeout'), message
+    assert 'Rank 1 waits in a collective (rank 1 at torch/distributed/' \
+        'distributed_c10d.py:10 in all_reduce, in evaluation (waits for ' \
+        'rank 0 to compute MyMetric.compute_metrics))' in message, message
+
+
 def test_error_file_reads_back_in_torch_elastic(tmp_path, monkeypatch):
     path = tmp_path / 'error.json'
     monkeypatch.setenv('TORCHELASTIC_ERROR_FILE', str(path))
     message = f'{HANG_MESSAGE_PREFIX}: rank 1 stuck in train iteration 2 ' \
         'at x.py:3 in f'
-    HangErrorHandler().record_exception(
+    RankErrorHandler().record_exception(
         DistWatchdogHang(message, 'Rank 1 stack\nDistWatchdogHang: ' +
                          message))
     failure = ProcessFailure(local_rank=1, pid=123, exitcode=HANG_EXIT_CODE,
@@ -433,12 +491,18 @@ def test_error_file_reads_back_in_torch_elastic(tmp_path, monkeypatch):
     assert f'exitcode  : {HANG_EXIT_CODE}' in summary, summary
 
 
+SECONDS = 'must be a positive, finite number of seconds, got '
+
+
 @pytest.mark.parametrize('kwargs,match', [
-    (dict(timeout=0), 'timeout must be a number of seconds > 0'),
-    (dict(timeout='30'), 'timeout must be a number of seconds > 0'),
-    (dict(timeout=True), 'timeout must be a number of seconds > 0'),
+    (dict(timeout=0), f'timeout {SECONDS}0 \\(int\\); e.g. timeout=1800'),
+    (dict(timeout='30'),
+     f"timeout {SECONDS}'30' \\(str\\); e.g. timeout=1800"),
+    (dict(timeout=True),
+     f'timeout {SECONDS}True \\(bool\\); e.g. timeout=1800'),
     (dict(action='kill'), "action must be one of \\('abort', 'report'\\)"),
-    (dict(interval=-1), 'interval must be a number of seconds > 0'),
+    (dict(interval=-1),
+     f'interval {SECONDS}-1 \\(int\\); e.g. interval=10'),
     (dict(timeout=5, interval=10), r'interval \(10 s\) must not exceed'),
 ])
 def test_bad_arguments(kwargs, match):

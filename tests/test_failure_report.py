@@ -22,18 +22,17 @@ from projects.mmdet3d_plugin.constants import (FAILURE_REPORT_NAME,
                                                HANG_EXIT_CODE,
                                                HANG_MESSAGE_PREFIX,
                                                HANG_REPORT_NAME)
+from projects.mmdet3d_plugin.diagnostics import (RankErrorHandler,
+                                                 exception_lines,
+                                                 is_peer_death, user_frame)
 from projects.mmdet3d_plugin.dist.ports import free_port
-from projects.mmdet3d_plugin.engine.watchdog import (DistWatchdogHang,
-                                                     HangErrorHandler)
+from projects.mmdet3d_plugin.engine.watchdog import DistWatchdogHang
 from projects.mmdet3d_plugin.failures import (CAUSES, RankFailure,
                                               build_report, collect_failures,
                                               find_cause, format_report,
                                               read_error_file, record_errors,
                                               report_failed_run, signal_hint)
-from projects.mmdet3d_plugin.failures.causes import is_peer_death
 from projects.mmdet3d_plugin.failures.collect import EXIT_STATUS_NAME
-from projects.mmdet3d_plugin.failures.frames import (exception_lines,
-                                                     user_frame)
 from projects.mmdet3d_plugin.failures.rank_info import (ERROR_FILE_ENV,
                                                         RANK_INFO_NAME,
                                                         stop_rank_info)
@@ -319,7 +318,7 @@ def test_watchdog_error_files_read_as_a_hang(tmp_path, monkeypatch):
         path = attempt / str(rank) / 'error.json'
         path.parent.mkdir(parents=True)
         monkeypatch.setenv(ERROR_FILE_ENV, str(path))
-        HangErrorHandler().record_exception(DistWatchdogHang(
+        RankErrorHandler().record_exception(DistWatchdogHang(
             message, f'Rank 1 stack\nDistWatchdogHang: {message}\n',
             stuck_ranks=[1], hang_report=str(hang_report)))
         statuses[str(rank)] = dict(local_rank=rank, pid=100 + rank,

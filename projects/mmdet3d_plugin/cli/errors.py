@@ -19,9 +19,8 @@ import traceback
 from typing import Any, Callable, Optional
 
 from ..constants import CUSTOM_IMPORTS
-from ..compat.known_errors import known_error
+from ..diagnostics.causes import known_error, signal_hint
 from ..engine.amp import AmpUnsupportedError
-from ..failures.causes import signal_hint
 
 #: Environment variable that turns the one-line errors off.
 DEBUG_ENV = 'MMDET3D_PLUGIN_DEBUG'
@@ -71,7 +70,8 @@ def error_line(exc: BaseException) -> str:
 def user_error_message(exc: BaseException) -> Optional[str]:
     """The one-line message for a user error, or None for other errors.
 
-    A known upstream bug (``compat.known_errors``) is named with its fix.
+    A known upstream bug (``diagnostics.causes.KNOWN_ERRORS``) is named with
+    its fix.
     A user error raised inside a DataLoader worker arrives wrapped by
     PyTorch (``Caught FileNotFoundError in DataLoader worker process 0.``
     followed by the worker's traceback); its message becomes the worker

@@ -17,20 +17,22 @@ files of another package on disk or changes numpy or torch globally.
 6. ``nuscenes_class_names``: the devkit's ``DetectionConfig`` with
    ``class_names`` as a list, which pickles (nuscenes-devkit 1.2.0); the
    dataset and the metric hold it (not applied at import).
+
+The upstream errors the plugin knows without working around them are rows
+of the cause table, ``diagnostics.causes.KNOWN_ERRORS``.
 """
 from . import centerhead_init, dbsampler
 from .checkpoints import allow_mmengine_checkpoints
 from .cpu_dist import CPUDistributedDataParallel, init_cpu_dist
 from .inventory import (OFF_VARIABLE, OVERRIDES, Override,
                         outside_reviewed_range, switched_off)
-from .known_errors import KNOWN_ERRORS, KnownError, known_error
 from .nuscenes_class_names import (PicklableDetectionConfig,
                                    reduce_detection_config)
 from .spconv_cpu import let_spconv_train_on_cpu
 
 __all__ = [
-    'CPUDistributedDataParallel', 'KNOWN_ERRORS', 'KnownError', 'OFF_VARIABLE',
-    'OVERRIDES', 'Override', 'PicklableDetectionConfig', 'known_error',
+    'CPUDistributedDataParallel', 'OFF_VARIABLE', 'OVERRIDES', 'Override',
+    'PicklableDetectionConfig',
     'allow_mmengine_checkpoints', 'init_cpu_dist', 'let_spconv_train_on_cpu',
     'outside_reviewed_range', 'reduce_detection_config', 'switched_off',
     'applied'

@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional
 
-from .error_files import read_error_file
+from ..diagnostics.error_files import read_error_file
 from .rank_info import RANK_INFO_NAME
 
 #: File ``tools/dist_run.py`` writes into the log folder when ranks fail.

@@ -10,16 +10,16 @@ memory). The report reads it to name a SIGKILLed rank's host and memory.
 import json
 import os
 import os.path as osp
-import socket
-import tempfile
 import threading
 import time
 from typing import Dict, Optional
 
 import psutil
 
-#: Variable torch elastic (torchrun) sets to each rank's error file.
-ERROR_FILE_ENV = 'TORCHELASTIC_ERROR_FILE'
+from ..diagnostics.error_files import ERROR_FILE_ENV
+from ..diagnostics.identity import rank_identity
+from ..fileio.atomic import atomic_write
+
 #: File next to the error file.
 RANK_INFO_NAME = 'rank_info.json'
 #: Seconds between memory samples.
@@ -27,24 +27,6 @@ SAMPLE_INTERVAL = 5.0
 #: Every how many samples the child processes are summed too.
 CHILDREN_EVERY = 6
 _MB = 1024 * 1024
-
-
-def rank_identity() -> Dict[str, object]:
-    """Rank, local rank, world size (torchrun's or Slurm's), host, pid."""
-    env = os.environ
-
-    def first(*names):
-        for name in names:
-            if env.get(name, '').lstrip('-').isdigit():
-                return int(env[name])
-        return None
-
-    return dict(
-        rank=first('RANK', 'SLURM_PROCID'),
-        local_rank=first('LOCAL_RANK', 'SLURM_LOCALID'),
-        world_size=first('WORLD_SIZE', 'SLURM_NTASKS'),
-        host=socket.gethostname(),
-        pid=os.getpid())
 
 
 def _status_kb() -> Dict[str, int]:
@@ -96,21 +78,6 @@ def memory_sample(children: bool = True) -> Dict[str, float]:
     return sample
 
 
-def _write_json(data: dict, path: str) -> None:
-    """All-or-nothing write that works from any thread (no signals)."""
-    folder = osp.dirname(path)
-    fd, tmp = tempfile.mkstemp(prefix=f'.{osp.basename(path)}.', dir=folder)
-    try:
-        with os.fdopen(fd, 'w') as f:
-            json.dump(data, f, indent=1)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        if osp.exists(tmp):
-            os.remove(tmp)
-        raise
-
-
 class RankInfo:
     """``rank_info.json`` of this process, kept up to date.
 
@@ -155,7 +122,9 @@ class RankInfo:
             memory['host_min_available_mb'] = low
         self.data['memory'] = memory
         try:
-            _write_json(self.data, self.path)
+            # From any thread; rewritten often, hence not fsynced.
+            atomic_write(json.dumps(self.data, indent=1), self.path,
+                         durable=False)
         except OSError:
             pass  # the folder went away: the run is being torn down
 

@@ -7,22 +7,13 @@ from mmengine.hooks import Hook
 
 from mmdet3d.registry import HOOKS
 from ...constants import HANG_EXIT_CODE, HANG_REPORT_NAME
+from ...dist.budget import timeout_problems, watchdog_interval
+from ...dist.seconds import positive_seconds
 from ..watchdog.monitor import HangMonitor, new_watchdog_group
 from ..watchdog.verdict import PHASES
 
 ACTIONS = ('abort', 'report')
 _TRAIN, _VAL, _TEST = (PHASES.index(p) for p in ('train', 'val', 'test'))
-#: NCCL's own watchdog timeout when the config sets none (torch >= 2.2).
-NCCL_DEFAULT_TIMEOUT = 600
-
-
-def _check_seconds(name: str, value, example: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or \
-            not value > 0:
-        raise ValueError(
-            f'DistWatchdogHook: {name} must be a number of seconds > 0, got '
-            f'{value!r} ({type(value).__name__}); e.g. {example}')
-    return float(value)
 
 
 @HOOKS.register_module()
@@ -56,11 +47,17 @@ class DistWatchdogHook(Hook):
     a microsecond; ``benchmarks/bench_watchdog.py``).
 
     ``timeout`` must exceed the longest stretch without a finished
-    iteration in a healthy run: the first iteration (DataLoader start-up),
-    checkpoint saving and evaluation (rank 0 computes the nuScenes metrics
-    while the others wait). Under NCCL keep it below the process group's
-    timeout (``env_cfg.dist_cfg.timeout``; torch's NCCL default is 600 s),
-    or NCCL aborts first, without stacks; the hook warns when it is not.
+    iteration in a healthy run: the first iteration (DataLoader start-up)
+    and checkpoint saving. Long phases a rank declares
+    (``dist.long_phase``) are judged against their own timeout instead:
+    while rank 0 computes the metrics of ``SafeNuScenesMetric`` (or any
+    metric with ``Rank0EvaluateMixin``) and the other ranks wait for it,
+    the evaluation may last its ``dist_wait_timeout``; the watchdog ends it
+    as a hang, naming the phase, a few seconds before that runs out (the
+    waiting ranks would then fail without stacks). Under NCCL keep
+    ``timeout`` below the process group's timeout
+    (``env_cfg.dist_cfg.timeout``; torch's NCCL default is 600 s), or NCCL
+    aborts first, without stacks; the hook warns when it is not.
 
     Args:
         timeout (float): Seconds without progress that count as a hang.
@@ -84,7 +81,8 @@ class DistWatchdogHook(Hook):
                  timeout: float = 1800,
                  action: str = 'abort',
                  interval: Optional[float] = None) -> None:
-        self.timeout = _check_seconds('timeout', timeout, 'timeout=1800')
+        self.timeout = positive_seconds('DistWatchdogHook', 'timeout',
+                                        timeout, 'timeout=1800')
         if action not in ACTIONS:
             raise ValueError(
                 f'DistWatchdogHook: action must be one of {ACTIONS}, got '
@@ -92,37 +90,38 @@ class DistWatchdogHook(Hook):
                 f"{HANG_EXIT_CODE}), 'report' only writes {HANG_REPORT_NAME}")
         self.action = action
         if interval is None:
-            interval = min(self.timeout / 4, 10.0)
-        self.interval = _check_seconds('interval', interval, 'interval=10')
+            interval = watchdog_interval(self.timeout, None)
+        self.interval = positive_seconds('DistWatchdogHook', 'interval',
+                                         interval, 'interval=10')
         if self.interval > self.timeout:
             raise ValueError(
                 f'DistWatchdogHook: interval ({interval!r} s) must not exceed '
                 f'timeout ({timeout!r} s); leave interval=None for '
                 'min(timeout / 4, 10)')
         self.monitor: Optional[HangMonitor] = None
-        self._group = None
         self._in_train = False
 
     def before_run(self, runner) -> None:
-        """Create the watchdog's gloo group (once) and start its thread.
+        """Create the watchdog's gloo group and start its thread.
 
         Args:
             runner (Runner): The runner.
         """
         rank, world_size = get_dist_info()
         if self.monitor is None:
-            self._group = new_watchdog_group(world_size, self.timeout,
-                                             self.interval)
             self.monitor = HangMonitor(
                 self.timeout,
                 self.interval,
                 self.action,
                 runner.log_dir,
                 runner.logger,
-                group=self._group,
                 rank=rank,
                 world_size=world_size)
             self._warn_nccl_timeout(runner)
+        if self.monitor.group is None:
+            # A collective: every rank runs before_run at the same point.
+            self.monitor.group = new_watchdog_group(world_size, self.timeout,
+                                                    self.interval)
         self.monitor.mark(PHASES.index('start'), 0, finished=0)
         self.monitor.start()
         runner.logger.info(
@@ -131,30 +130,30 @@ class DistWatchdogHook(Hook):
             f'every {self.interval:g} s; action={self.action})')
 
     def _warn_nccl_timeout(self, runner) -> None:
+        """Warn when NCCL would end a hang before this hook does (the
+        timeout budget of ``dist.budget``, for this hook's values)."""
         if not (torch_dist.is_available() and torch_dist.is_initialized()):
             return
         if 'nccl' not in str(torch_dist.get_backend()).lower():
             return
         cfg = getattr(runner, 'cfg', None) or {}
-        dist_cfg = (cfg.get('env_cfg') or {}).get('dist_cfg') or {}
-        nccl_timeout = float(dist_cfg.get('timeout') or NCCL_DEFAULT_TIMEOUT)
-        if self.timeout + self.interval >= nccl_timeout:
-            runner.logger.warning(
-                f'DistWatchdogHook: timeout={self.timeout:g} s is not below '
-                f'the NCCL timeout of the process group ({nccl_timeout:g} s'
-                f'{"" if dist_cfg.get("timeout") else ", torch default"}); '
-                'NCCL would abort a hung job first, without stacks. Set '
-                f'timeout to about {nccl_timeout / 2:g}, or raise '
-                'env_cfg.dist_cfg.timeout')
+        this_hook = dict(type='DistWatchdogHook', timeout=self.timeout,
+                         interval=self.interval)
+        budget = dict(env_cfg=cfg.get('env_cfg') or {},
+                      custom_hooks=[this_hook])
+        for problem in timeout_problems(budget, backend='nccl'):
+            runner.logger.warning(problem)
 
     def after_run(self, runner) -> None:
-        """Wait for the other ranks to finish (or for a hang to be handled).
+        """Wait for the other ranks to finish (or for a hang to be handled),
+        then destroy the watchdog's group.
 
         Args:
             runner (Runner): The runner.
         """
         if self.monitor is not None:
             self.monitor.finish()
+            self.monitor.close()
 
     # -- progress: loops and epochs ----------------------------------------
 

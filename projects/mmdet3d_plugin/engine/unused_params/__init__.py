@@ -7,7 +7,7 @@ of all ranks (``gather``) and keeps them (``summary``); ``advice`` turns
 them into the report (``unused_params.json``) and the cheapest
 ``find_unused_parameters`` setting that is correct, ``table`` into the
 log's table, and ``crash`` retells DDP's error with names.
-:func:`~projects.mmdet3d_plugin.apis.find_unused_parameters` runs the same
+:func:`~projects.mmdet3d_plugin.cli.find_unused_parameters` runs the same
 check for a config in one process, before a multi-GPU job is launched.
 """
 from ...diagnostics.unused_report import (REPORT_FILE, is_ddp_unused_error,

@@ -1,17 +1,16 @@
-"""The parts of ``DistWatchdogHook``: stacks, verdict, monitor thread,
-error file."""
-from .abort import DistWatchdogHang, HangErrorHandler, end_process
+"""The parts of ``DistWatchdogHook``: verdict, its text, monitor thread,
+ending a hung rank. The stacks, frames and error files it uses are
+:mod:`projects.mmdet3d_plugin.diagnostics`."""
+from .abort import DistWatchdogHang, end_process
+from .hang_text import format_report, hang_message, stuck_callstack
 from .monitor import HangMonitor, new_watchdog_group
-from .stacks import (describe_frame, dump_all_threads, in_collective,
-                     innermost, main_thread_frames)
-from .verdict import (PHASES, HangVerdict, RankStacks, RankStatus,
-                      find_stuck, format_report, hang_found, hang_message,
-                      stuck_callstack)
+from .verdict import (PHASE_LEAD, PHASES, HangVerdict, PhaseStatus,
+                      RankStacks, RankStatus, find_stuck, hang_found,
+                      phase_deadline)
 
 __all__ = [
-    'DistWatchdogHang', 'HangErrorHandler', 'HangMonitor', 'HangVerdict',
-    'PHASES', 'RankStacks', 'RankStatus', 'describe_frame',
-    'dump_all_threads', 'end_process', 'find_stuck', 'format_report',
-    'hang_found', 'hang_message', 'in_collective', 'innermost',
-    'main_thread_frames', 'new_watchdog_group', 'stuck_callstack'
+    'DistWatchdogHang', 'HangMonitor', 'HangVerdict', 'PHASES', 'PHASE_LEAD',
+    'PhaseStatus', 'RankStacks', 'RankStatus', 'end_process', 'find_stuck',
+    'format_report', 'hang_found', 'hang_message', 'new_watchdog_group',
+    'phase_deadline', 'stuck_callstack'
 ]

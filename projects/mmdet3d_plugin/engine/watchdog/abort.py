@@ -2,25 +2,27 @@
 
 torchrun gives every rank an error file (``TORCHELASTIC_ERROR_FILE``); what
 a rank writes there is what torchrun's "Root Cause" summary and the
-plugin's launcher report print for it. :class:`HangErrorHandler` is torch
-elastic's :class:`ErrorHandler`, subclassed as its docstring invites, so
-the file has torch elastic's own JSON layout, with the stuck ranks' stacks
-as the traceback. :func:`end_process` then stops this rank's child
+plugin's launcher report print for it. The watchdog writes a
+:class:`DistWatchdogHang` there with the plugin's one error handler
+(:class:`~projects.mmdet3d_plugin.diagnostics.RankErrorHandler`): torch
+elastic's JSON layout, the hang message as the message (it starts with
+``HANG_MESSAGE_PREFIX``, which is how readers know a hang), the stuck
+ranks' stacks as the traceback, and ``stuck_ranks`` and ``hang_report``
+in ``extraInfo``. :func:`end_process` then stops this rank's child
 processes (DataLoader workers, which a stuck ``__getitem__`` would keep
 alive) and leaves with a fixed exit status, skipping interpreter teardown,
 which a thread blocked in a collective could hold up forever.
 """
-import json
 import os
 import sys
-import time
 from typing import Optional, Sequence
 
 import psutil
-from torch.distributed.elastic.multiprocessing.errors import ErrorHandler
+
+from ...diagnostics.error_files import DescribedError
 
 
-class DistWatchdogHang(RuntimeError):
+class DistWatchdogHang(DescribedError):
     """A hang found by ``DistWatchdogHook``.
 
     Args:
@@ -36,50 +38,11 @@ class DistWatchdogHang(RuntimeError):
                  callstack: str,
                  stuck_ranks: Sequence[int] = (),
                  hang_report: Optional[str] = None) -> None:
-        super().__init__(message)
-        self.callstack = callstack
+        super().__init__(
+            message, callstack,
+            dict(stuck_ranks=list(stuck_ranks), hang_report=hang_report))
         self.stuck_ranks = list(stuck_ranks)
         self.hang_report = hang_report
-
-
-class HangErrorHandler(ErrorHandler):
-    """torch elastic's error handler for :class:`DistWatchdogHang`.
-
-    Writes the same JSON as :meth:`ErrorHandler.record_exception`, with
-    ``message`` the hang message itself (it starts with
-    ``HANG_MESSAGE_PREFIX``, which is how readers know a hang) and
-    ``py_callstack`` the stuck ranks' stacks instead of the current
-    exception's traceback (there is none: the watchdog thread finds the hang
-    while the Runner thread is stuck). ``extraInfo`` also holds
-    ``stuck_ranks`` (list of ints) and ``hang_report`` (path or null) for
-    readers that want them without parsing the message.
-    """
-
-    def record_exception(self, e: BaseException) -> None:
-        """Write ``e`` to the error file, if torchrun gave one.
-
-        Args:
-            e (BaseException): A :class:`DistWatchdogHang`; other exceptions
-                go to torch elastic's own handler.
-        """
-        if not isinstance(e, DistWatchdogHang):
-            super().record_exception(e)
-            return
-        path = self._get_error_file_path()
-        if not path:
-            return
-        data = {
-            'message': {
-                'message': str(e),
-                'extraInfo': {
-                    'py_callstack': e.callstack,
-                    'timestamp': str(int(time.time())),
-                    'stuck_ranks': e.stuck_ranks,
-                    'hang_report': e.hang_report,
-                },
-            }
-        }
-        self._write_error_file(path, json.dumps(data))
 
 
 def end_process(exit_code: int) -> None:

@@ -1,34 +1,40 @@
 """The watchdog thread: a round of status gathering every few seconds.
 
 Each rank runs one :class:`HangMonitor` thread. Every ``interval`` seconds
-the threads all-gather the ranks' progress (:class:`~.verdict.RankStatus`)
-over a gloo group of their own. The group and the thread are separate from
-the Runner's, so the rounds go on while the Runner thread is stuck in user
-code, in a DataLoader or in a collective of the default group (gloo or
-NCCL). When a rank has been idle for ``timeout`` seconds, every rank dumps
-its stacks, the stacks are gathered, every rank reaches the same verdict
+the threads all-gather the ranks' progress (:class:`~.verdict.RankStatus`,
+with the long phase the rank declared, ``dist.current_phase()``) over a
+gloo group of their own (``dist.side_group``). The group and the thread are
+separate from the Runner's, so the rounds go on while the Runner thread is
+stuck in user code, in a DataLoader or in a collective of the default
+group (gloo or NCCL). When a rank has been idle for ``timeout`` seconds, or
+is about to outlast its declared phase's own timeout (a round is then held
+at the phase's deadline), every rank dumps its stacks, the stacks are
+gathered, every rank reaches the same verdict
 (:func:`~.verdict.find_stuck`), rank 0 writes the report and, with
 ``action='abort'``, every rank writes its torch elastic error file and
 exits with ``HANG_EXIT_CODE``.
 
 The Runner thread only stores a tuple per iteration (:meth:`mark`).
 """
-import datetime
 import os
 import socket
 import threading
 import time
 from typing import Callable, Dict, Optional, Tuple
 
-import torch
 import torch.distributed as torch_dist
 
 from ...constants import HANG_EXIT_CODE, HANG_REPORT_NAME
+from ...diagnostics.error_files import RankErrorHandler
+from ...diagnostics.stacks import dump_all_threads, main_thread_frames
+from ...dist.budget import watchdog_group_timeout
+from ...dist.groups import side_group
+from ...dist.phase import current_phase
 from ...fileio.atomic import atomic_write
-from .abort import DistWatchdogHang, HangErrorHandler, end_process
-from .stacks import dump_all_threads, main_thread_frames
-from .verdict import (PHASES, RankStacks, RankStatus, find_stuck, hang_found,
-                      format_report, hang_message, stuck_callstack)
+from .abort import DistWatchdogHang, end_process
+from .hang_text import format_report, hang_message, stuck_callstack
+from .verdict import (PHASES, PhaseStatus, RankStacks, RankStatus,
+                      find_stuck, hang_found)
 
 _DONE = PHASES.index('done')
 
@@ -80,6 +86,9 @@ class HangMonitor:
         #: replaced as a whole, so the thread reads a consistent tuple.
         self.progress: Tuple[int, int, int, float] = (0, 0, 0,
                                                       time.monotonic())
+        #: When the watchdog thread last saw this rank in a declared phase
+        #: (``time.monotonic()``): time in a phase counts as progress.
+        self._in_phase_at = float('-inf')
         self.reports = 0
         self.last_verdict = None
         self._reported = False
@@ -120,24 +129,52 @@ class HangMonitor:
         self._stopping = True
         self._wake.set()
         if self._thread is not None:
-            self._thread.join(timeout=self._group_timeout() + self.interval)
-            self._thread = None
+            self._thread.join(
+                timeout=watchdog_group_timeout(self.timeout, self.interval) +
+                self.interval)
+            if not self._thread.is_alive():
+                self._thread = None
 
-    def _group_timeout(self) -> float:
-        return max(self.timeout, 2 * self.interval + 30)
+    def close(self) -> None:
+        """Destroy the watchdog's group once the thread has ended.
+
+        Called on the Runner's thread after :meth:`finish`, while the
+        interpreter is whole: a gloo group left to the interpreter's
+        teardown can abort the process (``terminate called without an
+        active exception``; pytorch/pytorch#179291). A later run makes a
+        new group (:func:`new_watchdog_group`).
+        """
+        if self._thread is None and self.group is not None:
+            torch_dist.destroy_process_group(self.group)
+            self.group = None
 
     # -- watchdog thread ---------------------------------------------------
 
     def status(self) -> RankStatus:
-        """This rank's status now."""
+        """This rank's status now, with its declared phase."""
         count, phase, iteration, stamp = self.progress
+        now = time.monotonic()
+        declared = PhaseStatus.of(current_phase(), now)
+        if declared is not None:
+            self._in_phase_at = now
         return RankStatus(self.rank, count, PHASES[phase], iteration,
-                          time.monotonic() - stamp, phase == _DONE)
+                          now - max(stamp, self._in_phase_at),
+                          phase == _DONE, declared)
+
+    def next_wait(self) -> float:
+        """Seconds to the next round: ``interval``, or less when this rank
+        is in a declared phase whose deadline comes first."""
+        phase = current_phase()
+        if phase is None:
+            return self.interval
+        until = PhaseStatus.of(phase).deadline - phase.elapsed()
+        return min(self.interval, until + 0.05) if until > 0 else \
+            self.interval
 
     def _run(self) -> None:
         while True:
             if not self._stopping:
-                self._wake.wait(self.interval)
+                self._wake.wait(self.next_wait())
             try:
                 statuses = self.gather_statuses()
             except RuntimeError as err:
@@ -169,13 +206,9 @@ class HangMonitor:
         mine = self.status()
         if self.group is None:
             return {self.rank: mine}
-        local = torch.tensor(mine.to_row(), dtype=torch.float64)
-        rows = [torch.empty_like(local) for _ in range(self.world_size)]
-        torch_dist.all_gather(rows, local, group=self.group)
-        return {
-            r: RankStatus.from_row(r, row.tolist())
-            for r, row in enumerate(rows)
-        }
+        everyone = [None] * self.world_size
+        torch_dist.all_gather_object(everyone, mine, group=self.group)
+        return {s.rank: s for s in everyone if s is not None}
 
     def _gather_stacks(self, gathered: bool) -> Dict[int, RankStacks]:
         mine = RankStacks(self.rank, socket.gethostname(), os.getpid(),
@@ -231,7 +264,8 @@ class HangMonitor:
             return
         self.logger.error(message + f' Ending rank {self.rank} with exit '
                           f'status {HANG_EXIT_CODE}.')
-        HangErrorHandler().record_exception(
+        RankErrorHandler(context=lambda: dict(log_dir=self.log_dir)
+                         ).record_exception(
             DistWatchdogHang(message,
                              stuck_callstack(verdict, stacks, message),
                              stuck_ranks=verdict.stuck,
@@ -250,6 +284,4 @@ def new_watchdog_group(world_size: int, timeout: float, interval: float):
     if world_size < 2 or not (torch_dist.is_available()
                               and torch_dist.is_initialized()):
         return None
-    seconds = max(timeout, 2 * interval + 30)
-    return torch_dist.new_group(
-        backend='gloo', timeout=datetime.timedelta(seconds=seconds))
+    return side_group(watchdog_group_timeout(timeout, interval))

@@ -3,24 +3,20 @@
 :func:`dump_all_threads` is ``faulthandler``'s all-thread dump (the same
 text a ``SIGABRT`` or ``faulthandler.dump_traceback_later`` prints), with the
 thread that runs the Runner marked. :func:`main_thread_frames` gives the
-same thread's stack as ``(file, line, function)`` triples, from which
-:func:`innermost` picks the frame to name and :func:`in_collective` tells
-whether the thread waits for its peers (its innermost frame is in
-``torch.distributed``, DDP, mmengine's ``dist`` helpers or a DDP backward)
-or is busy with something of its own.
+same thread's stack as frames (:class:`~.frames.Frame`), from which
+:func:`~.frames.innermost` picks the frame to name and
+:func:`in_collective` tells whether the thread waits for its peers (its
+innermost frame is in ``torch.distributed``, DDP, mmengine's ``dist``
+helpers or a DDP backward) or is busy with something of its own.
 """
 import faulthandler
 import os
 import sys
-import sysconfig
 import tempfile
 import traceback
-from typing import List, Optional, Sequence, Tuple
+from typing import List, Optional, Sequence
 
-from ...constants import REPO_ROOT
-
-#: One stack frame: (file, line, function).
-Frame = Tuple[str, int, str]
+from .frames import Frame, innermost
 
 #: Path parts of code that waits for the other ranks: collectives, DDP's
 #: reducer (its gradient all-reduce finishes inside autograd's backward)
@@ -31,10 +27,6 @@ COLLECTIVE_PARTS = (
     os.sep + os.path.join('torch', 'autograd') + os.sep,
     os.sep + os.path.join('mmengine', 'dist') + os.sep,
 )
-_STDLIB = tuple(
-    os.path.realpath(p) + os.sep
-    for p in {sysconfig.get_paths()['stdlib'],
-              sysconfig.get_paths()['platstdlib']})
 
 
 def dump_all_threads(main_ident: Optional[int] = None) -> str:
@@ -69,13 +61,12 @@ def main_thread_frames(main_ident: int) -> List[Frame]:
         main_ident (int): ``threading.get_ident()`` of the thread.
 
     Returns:
-        list[tuple[str, int, str]]: (file, line, function) per frame; empty
-        if the thread is gone.
+        list[Frame]: One per frame; empty if the thread is gone.
     """
     frame = sys._current_frames().get(main_ident)
     if frame is None:
         return []
-    return [(f.filename, f.lineno or 0, f.name)
+    return [Frame(f.filename, f.lineno or 0, f.name)
             for f in traceback.extract_stack(frame)]
 
 
@@ -86,23 +77,6 @@ def format_frames(frames: Sequence[Frame]) -> str:
     return ''.join(summaries.format())
 
 
-def _is_stdlib(filename: str) -> bool:
-    return os.path.realpath(filename).startswith(_STDLIB) and \
-        'site-packages' not in filename
-
-
-def innermost(frames: Sequence[Frame]) -> Optional[Frame]:
-    """The innermost frame outside Python's standard library.
-
-    A thread blocked in ``time.sleep`` or ``queue.get`` is named by the code
-    that called it, not by ``threading.py``.
-    """
-    for frame in reversed(frames):
-        if not _is_stdlib(frame[0]):
-            return frame
-    return frames[-1] if frames else None
-
-
 def in_collective(frames: Sequence[Frame]) -> bool:
     """Whether the stack waits for peers: its :func:`innermost` frame is in
     :data:`COLLECTIVE_PARTS` (not merely called through them, as under
@@ -110,23 +84,3 @@ def in_collective(frames: Sequence[Frame]) -> bool:
     frame = innermost(frames)
     return frame is not None and any(part in frame[0]
                                      for part in COLLECTIVE_PARTS)
-
-
-def short_path(filename: str) -> str:
-    """``filename`` relative to the checkout or to ``site-packages``."""
-    path = os.path.realpath(filename)
-    marker = os.sep + 'site-packages' + os.sep
-    if marker in path:
-        return path.split(marker, 1)[1]
-    root = str(REPO_ROOT) + os.sep
-    if path.startswith(root):
-        return path[len(root):]
-    return filename
-
-
-def describe_frame(frame: Optional[Frame]) -> str:
-    """``file:line in function``, the file shortened by :func:`short_path`.
-    """
-    if frame is None:
-        return '<no Python frame>'
-    return f'{short_path(frame[0])}:{frame[1]} in {frame[2]}'

@@ -1,19 +1,24 @@
-"""Why a rank of a distributed run fails: the one table of causes.
+"""Why a run fails: the one table of causes, known upstream bugs included.
 
 Each :class:`Cause` says how it shows (exception text, signal, exit code),
 what it means and what to change. The launchers' root-cause report
-(:mod:`.report`) and the tools' error printer (``apis.errors``) both look
-failures up here; the known upstream bugs of ``compat.known_errors`` are
-part of the table. :data:`PEER_DEATH` is not a cause: it is how a rank
+(``failures``), the tools' error printer (``cli.errors``) and the doctor
+all look failures up here. :data:`KNOWN_ERRORS` are the bugs of the
+upstream stack that the plugin knows (a table of causes, not a
+workaround: the workarounds are in ``compat``); :func:`known_error` finds
+one in an exception's chain, also when it was raised in a DataLoader
+worker and arrives as the worker's traceback text, and they are rows of
+:data:`CAUSES` too. :data:`PEER_DEATH` is not a cause: it is how a rank
 fails *because* another rank died (a victim).
 """
 import re
 import signal
 from typing import NamedTuple, Optional, Tuple
 
-from ..constants import HANG_EXIT_CODE, HANG_MESSAGE_PREFIX, HANG_REPORT_NAME
-from ..compat.known_errors import KNOWN_ERRORS
-from ..diagnostics.unused_report import REPORT_FILE as UNUSED_PARAMS_FILE
+from ..compat.inventory import OFF_VARIABLE
+from ..constants import (CUSTOM_IMPORTS, HANG_EXIT_CODE, HANG_MESSAGE_PREFIX,
+                         HANG_REPORT_NAME)
+from .unused_report import REPORT_FILE as UNUSED_PARAMS_FILE
 
 
 class Cause(NamedTuple):
@@ -42,6 +47,59 @@ class Cause(NamedTuple):
     exit_codes: Tuple[int, ...] = ()
 
 
+class KnownError(NamedTuple):
+    """An upstream error: its text, its cause and the fix."""
+    pattern: 're.Pattern'
+    cause: str
+    fix: str
+
+
+#: The upstream bugs the plugin knows.
+KNOWN_ERRORS = (
+    KnownError(
+        re.compile(r"module 'numpy' has no attribute 'long'"),
+        "mmdet3d 1.4.0's DataBaseSampler (ObjectSample's GT-database "
+        'sampling) uses np.long, removed in numpy 1.24 (mmdet3d #2821; fixed '
+        'by PR #2872, in no release yet)',
+        f'import the plugin ({CUSTOM_IMPORTS}), which registers a fixed '
+        f'DataBaseSampler, and leave dbsampler_np_long out of {OFF_VARIABLE}'),
+    KnownError(
+        re.compile(r'Weights only load failed'),
+        'torch >= 2.6 loads with weights_only=True and mmengine <= 0.10.7 '
+        'checkpoints hold other objects (mmengine #1655)',
+        'import the plugin (it allows exactly the objects mmengine writes), '
+        'or load the file with weights_only=False only if you trust it'),
+    KnownError(
+        re.compile(r"cannot pickle 'dict_keys' object"),
+        "nuscenes-devkit 1.2.0's DetectionConfig keeps class_names as "
+        "dict_keys, which spawn / forkserver DataLoader workers cannot "
+        'receive',
+        "use type='SafeNuScenesDataset' / 'SafeNuScenesMetric' from the "
+        'plugin, or mp_start_method=fork'),
+)
+
+
+def known_error(exc: BaseException) -> Optional[KnownError]:
+    """The :class:`KnownError` matching ``exc`` or its causes, if any.
+
+    Args:
+        exc (BaseException): The error; its ``__cause__`` and
+            ``__context__`` chain is searched too.
+
+    Returns:
+        KnownError | None: The first match, or None.
+    """
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        text = str(exc)
+        for known in KNOWN_ERRORS:
+            if known.pattern.search(text):
+                return known
+        exc = exc.__cause__ or exc.__context__
+    return None
+
+
 #: Words near "No space left on device" that say it is shared memory.
 _SHM = r'(/dev/shm|shared memory|DataLoader|multiprocessing/reductions)'
 
@@ -54,12 +112,14 @@ HANG = Cause(
     key='hang',
     title='hang (found by DistWatchdogHook)',
     explanation='no rank finished an iteration for the watchdog\'s timeout, '
-    'or the ranks drifted apart; the stuck rank(s) and their frame are '
-    'named above',
+    'a long phase a rank declared (rank 0\'s evaluation) was about to '
+    'outlast its own timeout, or the ranks drifted apart; the stuck rank(s), '
+    'their phase and their frame are named above',
     fix=f'read {HANG_REPORT_NAME} in the run\'s log folder (every rank\'s '
     'iteration and Python stack); a rank stuck in a collective waits for a '
     'peer stuck elsewhere (data loading, rank-0-only work, a collective '
-    'that only some ranks call)',
+    'that only some ranks call); an evaluation that is legitimately long '
+    'needs a larger dist_wait_timeout in its evaluator',
     patterns=_any(r'^(\w+: )?' + re.escape(HANG_MESSAGE_PREFIX)),
     exit_codes=(HANG_EXIT_CODE, ))
 
