@@ -156,9 +156,12 @@ class HangMonitor:
         now = time.monotonic()
         declared = PhaseStatus.of(current_phase(), now)
         if declared is not None:
+            # Judged by the phase's clock; after it, idle counts from here.
             self._in_phase_at = now
-        return RankStatus(self.rank, count, PHASES[phase], iteration,
-                          now - max(stamp, self._in_phase_at),
+            idle = now - stamp
+        else:
+            idle = now - max(stamp, self._in_phase_at)
+        return RankStatus(self.rank, count, PHASES[phase], iteration, idle,
                           phase == _DONE, declared)
 
     def next_wait(self) -> float:
