@@ -266,8 +266,8 @@ OPTIM = "optim_wrapper = dict(type='{type}', optimizer=dict(type='SGD', " \
     ("custom_hooks = [dict(type='DDPUnusedParamHook', out_file='')]\n", [],
      r'DDPUnusedParamHook: out_file must be a non-empty file name'),
     ("custom_hooks = [dict(type='DDPUnusedParamHook', gather_timeout=0)]\n",
-     [], r'DDPUnusedParamHook: gather_timeout must be a number of seconds > '
-     r'0, got 0'),
+     [], r'DDPUnusedParamHook: gather_timeout must be a positive, finite '
+     r'number of seconds, got 0'),
     ("train_dataloader.update(dataset=dict(type='SafeNuScenesDatset'))\n", [],
      r"config: type 'SafeNuScenesDatset' is not in the mmdet3d::dataset "
      r"registry\. Check the spelling and default_scope = 'mmdet3d'; if "
