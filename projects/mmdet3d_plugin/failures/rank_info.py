@@ -18,6 +18,7 @@ import psutil
 
 from ..diagnostics.error_files import ERROR_FILE_ENV
 from ..diagnostics.identity import rank_identity
+from ..dist import positive_seconds
 from ..fileio.atomic import atomic_write
 
 #: File next to the error file.
@@ -88,12 +89,9 @@ class RankInfo:
     """
 
     def __init__(self, path: str, interval: float = SAMPLE_INTERVAL) -> None:
-        if interval <= 0:
-            raise ValueError(
-                f'RankInfo: interval must be a positive number of seconds, '
-                f'got {interval!r}')
         self.path = path
-        self.interval = interval
+        self.interval = positive_seconds('RankInfo', 'interval', interval,
+                                         f'interval={SAMPLE_INTERVAL}')
         self.data: Dict[str, object] = dict(rank_identity(),
                                             started=time.time())
         self._lock = threading.Lock()
