@@ -5,30 +5,11 @@ info files, cached across pytest sessions in ``data/.cache/`` under a key
 that changes with the generator's and converter's sources, the seed and the
 mmdet3d / nuscenes-devkit versions.
 """
-import hashlib
-from importlib.metadata import version as package_version
 from pathlib import Path
 
 import pytest
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
-SYNTHETIC_DIR = REPO_ROOT / 'projects' / 'mmdet3d_plugin' / 'synthetic'
-SYNTHETIC_SOURCES = tuple(
-    p.relative_to(REPO_ROOT).as_posix()
-    for p in sorted(SYNTHETIC_DIR.glob('*.py')))
-
-
-def synthetic_cache_dir(seed: int = 0) -> Path:
-    """Cache folder of the generated dataset for ``seed``."""
-    digest = hashlib.sha256()
-    for rel in SYNTHETIC_SOURCES:
-        digest.update(rel.encode())
-        digest.update((REPO_ROOT / rel).read_bytes())
-    for dist in ('mmdet3d', 'nuscenes-devkit'):
-        digest.update(f'{dist}=={package_version(dist)}'.encode())
-    digest.update(f'seed={seed}'.encode())
-    return REPO_ROOT / 'data' / '.cache' / \
-        f'synthetic-{digest.hexdigest()[:16]}'
+from tests.helpers.synthetic_data import synthetic_cache_dir
 
 
 @pytest.fixture(scope='session')
@@ -39,3 +20,16 @@ def nus_synthetic() -> Path:
     from projects.mmdet3d_plugin.synthetic.writer import (
         prepare_synthetic_nuscenes)
     return prepare_synthetic_nuscenes(synthetic_cache_dir(seed=0), seed=0)
+
+
+def pytest_collection_modifyitems(config, items):
+    """Under pytest-xdist's ``--dist loadgroup``: the tests that share a
+    module-scoped fixture (one launch, one dataset) run on one worker, so
+    it is built once; every other test goes to whichever worker is free.
+    """
+    for item in items:
+        info = getattr(item, '_fixtureinfo', None)
+        defs = getattr(info, 'name2fixturedefs', {}) if info else {}
+        if any(d.scope == 'module' for fdefs in defs.values()
+               for d in fdefs):
+            item.add_marker(pytest.mark.xdist_group(item.module.__name__))

@@ -2,7 +2,7 @@
 
 One :class:`Override` per place, with the versions of each package it was
 reviewed against. :func:`outside_reviewed_range` compares them with what is
-installed; ``tests/test_compat_inventory.py`` fails on any mismatch, naming
+installed; ``tests/compat/test_inventory.py`` fails on any mismatch, naming
 what to re-check. ``requirements/`` pins the same ranges.
 
 Fixes marked ``switchable`` can be turned off for one run with

@@ -1,0 +1,150 @@
+"""Rank0EvaluateMixin: an evaluation longer than the job's collective timeout.
+
+Two real gloo ranks (``tests/helpers/metric_wait_runner.py``, started as
+torchrun
+starts ranks) validate the small synthetic CenterPoint with
+``env_cfg.dist_cfg.timeout`` of a few seconds and a metric that sleeps
+longer than that before computing: ``SafeNuScenesMetric`` finishes with
+the metrics of a one-process run, mmdet3d's stock ``NuScenesMetric``
+times out on rank 1. A third, one-rank group gives the reference.
+"""
+import copy
+import json
+import pickle
+import re
+from pathlib import Path
+
+import pytest
+from mmengine.evaluator import BaseMetric
+
+from projects.mmdet3d_plugin.evaluation import (Rank0EvaluateMixin,
+                                                SafeNuScenesMetric)
+from projects.mmdet3d_plugin.evaluation.metrics.rank0_evaluate import (
+    DEFAULT_DIST_WAIT_TIMEOUT)
+from tests.helpers.dist_env import start_ranks
+
+REPO = Path(__file__).resolve().parents[3]
+RUNNER = 'tests.helpers.metric_wait_runner'
+TIMEOUT = 8  # env_cfg.dist_cfg.timeout, seconds
+SLEEP = 16  # what the slow metrics sleep before computing, seconds
+SCENARIOS = [
+    dict(name='ours', metric='SlowSafeNuScenesMetric', sleep=SLEEP),
+    dict(name='rank0_fails', metric='FailingMetric', sleep=0),
+    # Last: rank 1 times out and leaves the group broken.
+    dict(name='stock', metric='SlowNuScenesMetric', sleep=SLEEP),
+]
+REFERENCE = [dict(name='reference', metric='SlowSafeNuScenesMetric', sleep=0)]
+
+
+def _start(out: Path, data_root: Path, world_size: int, scenarios: list):
+    return start_ranks(RUNNER, [out, data_root, TIMEOUT,
+                                json.dumps(scenarios)], world_size,
+                       f'{out}/w{world_size}_')
+
+
+def _result(out: Path, name: str, rank: int, log: str) -> dict:
+    path = out / name / f'rank{rank}.json'
+    assert path.exists(), (f'{name}: rank {rank} left no result; output:\n' +
+                           (out / log).read_text()[-4000:])
+    return json.loads(path.read_text())
+
+
+@pytest.fixture(scope='module')
+def runs(tmp_path_factory, nus_synthetic):
+    """name -> [rank 0 result, rank 1 result] (one for the reference);
+    'log': rank 0's output."""
+    out = tmp_path_factory.mktemp('metric_wait')
+    pair = _start(out, nus_synthetic, 2, SCENARIOS)
+    single = _start(out, nus_synthetic, 1, REFERENCE)
+    try:
+        for proc in single + pair[1:]:
+            proc.wait(timeout=240)
+    finally:
+        # Rank 0 of the stock scenario still sleeps; its outcome is moot.
+        for proc in pair + single:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    results = {
+        s['name']: [_result(out, s['name'], r, f'w2_rank{r}.out')
+                    for r in range(1 if s['name'] == 'stock' else 0, 2)]
+        for s in SCENARIOS
+    }
+    results['reference'] = [_result(out, 'reference', 0, 'w1_rank0.out')]
+    results['log'] = (out / 'w2_rank0.out').read_text()
+    return results
+
+
+def test_slow_evaluation_finishes_with_one_process_metrics(runs):
+    [reference] = runs['reference']
+    assert reference['ok'], reference
+    metrics = reference['metrics']
+    key = 'NuScenes metric/pred_instances_3d_NuScenes/NDS'
+    assert 0.0 <= metrics[key] <= 1.0
+    for rank, result in enumerate(runs['ours']):
+        assert result['ok'], (rank, result)
+        assert result['metrics'] == metrics
+    assert ('the other ranks wait on a gloo group with a 14400 s timeout'
+            in runs['log'])
+
+
+def test_stock_metric_times_out_the_waiting_rank(runs):
+    # What the mixin fixes; proves the test above can fail.
+    [rank1] = runs['stock']
+    assert not rank1['ok']
+    assert f'Timed out waiting {TIMEOUT * 1000}ms' in rank1['error'], rank1
+
+
+def test_rank0_failure_is_raised_on_every_rank(runs):
+    rank0, rank1 = runs['rank0_fails']
+    assert rank0 == dict(ok=False, error='ValueError: cannot score 2 samples')
+    assert rank1 == dict(
+        ok=False,
+        error='RuntimeError: FailingMetric: rank 0 failed to compute the '
+        'metrics (ValueError: cannot score 2 samples); see rank 0\'s log '
+        'for the traceback.')
+
+
+class _CountMetric(Rank0EvaluateMixin, BaseMetric):
+    default_prefix = 'count'
+
+    def process(self, data_batch, data_samples):
+        self.results.extend(data_samples)
+
+    def compute_metrics(self, results):
+        if not results:
+            raise ValueError('no results')
+        return dict(n=len(results), total=sum(results))
+
+
+def test_without_distributed_evaluates_in_process():
+    metric = _CountMetric()
+    metric.process(None, [1, 2, 3, 4])
+    # The sampler's padding (the 4th) is dropped, as BaseMetric does.
+    assert metric.evaluate(3) == {'count/n': 3, 'count/total': 6}
+    assert metric.results == []
+    with pytest.raises(ValueError, match='no results'):
+        metric.evaluate(0)
+
+
+@pytest.mark.parametrize('value', [0, -1.0, float('nan'), float('inf'), True,
+                                   '3600', None])
+def test_dist_wait_timeout_is_validated(value):
+    with pytest.raises(
+            ValueError,
+            match=r'^SafeNuScenesMetric: dist_wait_timeout .* must be a '
+            r'positive, finite number of seconds, got '
+            f'{re.escape(repr(value))} .*; e.g. '
+            r'dist_wait_timeout=14400'):
+        SafeNuScenesMetric(data_root='x', ann_file='x/a.pkl',
+                           dist_wait_timeout=value)
+
+
+def test_dist_wait_timeout_is_kept_through_copies():
+    metric = SafeNuScenesMetric(data_root='x', ann_file='x/a.pkl')
+    assert metric.dist_wait_timeout == DEFAULT_DIST_WAIT_TIMEOUT == 14400
+    metric = SafeNuScenesMetric(data_root='x', ann_file='x/a.pkl',
+                                dist_wait_timeout=60)
+    for copied in (copy.deepcopy(metric),
+                   pickle.loads(pickle.dumps(metric))):
+        assert copied.dist_wait_timeout == 60.0

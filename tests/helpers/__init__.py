@@ -1,0 +1,1 @@
+"""What the tests share: toys, rank runners, fault hooks, launch helpers."""

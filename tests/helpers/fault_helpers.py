@@ -1,0 +1,208 @@
+"""Toy model, data and fault-injecting hooks for the reliability tests.
+
+Imported by the training processes of ``tests/engine/hooks/test_atomic_checkpoint_hook.py`` and
+``tests/tools/test_resume.py`` through ``custom_imports`` (the repository on
+``PYTHONPATH``), and by spawn-started DataLoader workers to unpickle
+:class:`SelfKillingDataset`. :func:`write_config` writes the config those
+tests train with ``tools/train.py``.
+"""
+import os
+import signal
+import textwrap
+from pathlib import Path
+from typing import Optional
+
+import numpy as np
+import torch
+from mmengine.dist import get_rank
+from mmengine.hooks import Hook
+from mmengine.model import BaseModel
+from torch import nn
+from torch.utils.data import Dataset
+
+from mmdet3d.registry import DATASETS, HOOKS, MODELS
+
+
+@MODELS.register_module(force=True)
+class FaultToyModel(BaseModel):
+    """Two-layer regressor; ``ballast`` floats make its checkpoints large.
+
+    Args:
+        ballast (int): Number of float32 values in a buffer saved with the
+            checkpoint. Defaults to 0.
+    """
+
+    def __init__(self, ballast: int = 0) -> None:
+        super().__init__()
+        self.fc1 = nn.Linear(4, 16)
+        self.fc2 = nn.Linear(16, 1)
+        self.register_buffer('ballast', torch.zeros(ballast))
+
+    def forward(self, inputs, targets=None, mode='loss'):
+        x = torch.stack([torch.as_tensor(v) for v in inputs])
+        out = self.fc2(self.fc1(x).tanh())
+        if mode == 'loss':
+            y = torch.stack([torch.as_tensor(v) for v in targets])
+            return dict(loss=(out - y).pow(2).mean())
+        return list(out)
+
+
+@DATASETS.register_module(force=True)
+class FaultToyDataset(Dataset):
+    """Regression samples with per-load noise from numpy's global RNG.
+
+    The noise makes the loss depend on how DataLoader workers are seeded,
+    so an exact-resume test also checks the data side.
+
+    Args:
+        size (int): Number of samples. Defaults to 24.
+    """
+
+    def __init__(self, size: int = 24) -> None:
+        self.size = size
+
+    def __len__(self) -> int:
+        return self.size
+
+    def __getitem__(self, index: int) -> dict:
+        gen = torch.Generator().manual_seed(index)
+        x = torch.randn(4, generator=gen)
+        noise = float(np.random.uniform(-0.1, 0.1))
+        return dict(inputs=x + noise, targets=x.sum(0, keepdim=True))
+
+
+class SelfKillingDataset(Dataset):
+    """Dataset whose worker kills itself with SIGKILL at one index.
+
+    Samples are numpy arrays, which travel to the main process inside the
+    pickled batch; torch tensors would travel as shared-memory file
+    descriptors fetched from the worker, and a main process fetching one
+    from the dead worker gets a ``ConnectionResetError`` first, depending
+    on timing.
+
+    Args:
+        kill_index (int): The index whose loading kills the process.
+        size (int): Number of samples. Defaults to 16.
+    """
+
+    def __init__(self, kill_index: int, size: int = 16) -> None:
+        self.kill_index = kill_index
+        self.size = size
+
+    def __len__(self) -> int:
+        return self.size
+
+    def __getitem__(self, index: int) -> dict:
+        if index == self.kill_index:
+            os.kill(os.getpid(), signal.SIGKILL)
+        x = np.random.default_rng(index).standard_normal(4).astype('f4')
+        return dict(inputs=x, targets=x.sum(0, keepdims=True))
+
+
+@HOOKS.register_module(force=True)
+class RaiseOnRankHook(Hook):
+    """Raises ``RuntimeError`` on one rank at one iteration.
+
+    Args:
+        rank (int): Rank that raises.
+        at_iter (int): Iteration (0-based, ``runner.iter``) that raises.
+    """
+
+    priority = 'NORMAL'
+
+    def __init__(self, rank: int, at_iter: int) -> None:
+        self.rank = rank
+        self.at_iter = at_iter
+
+    def before_train_iter(self, runner, batch_idx, data_batch=None) -> None:
+        if get_rank() == self.rank and runner.iter == self.at_iter:
+            raise RuntimeError(
+                f'injected fault: rank {self.rank} fails at iteration '
+                f'{self.at_iter}')
+
+
+@HOOKS.register_module(force=True)
+class KillSelfHook(Hook):
+    """Sends a signal to its own process after an iteration.
+
+    Runs after the checkpoint hook (priority LOWEST), so the checkpoint of
+    iteration ``after_iter`` is complete when the signal is sent.
+
+    Args:
+        after_iter (int): 1-based iteration after which to signal.
+        signame (str): Signal name. Defaults to 'SIGKILL'.
+    """
+
+    priority = 'LOWEST'
+
+    def __init__(self, after_iter: int, signame: str = 'SIGKILL') -> None:
+        self.after_iter = after_iter
+        self.signum = getattr(signal, signame)
+
+    def after_train_iter(self,
+                         runner,
+                         batch_idx,
+                         data_batch=None,
+                         outputs=None) -> None:
+        if runner.iter + 1 == self.after_iter:
+            os.kill(os.getpid(), self.signum)
+
+
+def write_config(path: Path,
+                 max_iters: int = 10,
+                 ckpt_interval: int = 2,
+                 num_workers: int = 2,
+                 ballast: int = 0,
+                 custom_hooks: Optional[list] = None) -> Path:
+    """Write the toy training config that ``tools/train.py`` runs.
+
+    Iteration-based, 24 samples in batches of 4 (an epoch is 6
+    iterations), shuffled, SGD with momentum and a step LR schedule, seed 0
+    in deterministic mode, DataLoader workers started by fork.
+
+    Args:
+        path (Path): Config file to write.
+        max_iters (int): Iterations. Defaults to 10.
+        ckpt_interval (int): Checkpoint every N iterations. Defaults to 2.
+        num_workers (int): DataLoader workers. Defaults to 2.
+        ballast (int): See :class:`FaultToyModel`. Defaults to 0.
+        custom_hooks (list, optional): Extra hooks. Defaults to None.
+
+    Returns:
+        Path: ``path``.
+    """
+    path.write_text(textwrap.dedent(f"""\
+        custom_imports = dict(
+            imports=['projects.mmdet3d_plugin', 'tests.helpers.fault_helpers'],
+            allow_failed_imports=False)
+        default_scope = 'mmdet3d'
+        model = dict(type='FaultToyModel', ballast={ballast})
+        train_dataloader = dict(
+            batch_size=4,
+            num_workers={num_workers},
+            persistent_workers=False,
+            sampler=dict(type='DefaultSampler', shuffle=True),
+            dataset=dict(type='FaultToyDataset', size=24))
+        train_cfg = dict(type='IterBasedTrainLoop', max_iters={max_iters})
+        optim_wrapper = dict(
+            type='OptimWrapper',
+            optimizer=dict(type='SGD', lr=0.05, momentum=0.9))
+        param_scheduler = [
+            dict(type='MultiStepLR', by_epoch=False, milestones=[5],
+                 gamma=0.5)
+        ]
+        default_hooks = dict(
+            checkpoint=dict(
+                type='CheckpointHook', interval={ckpt_interval},
+                by_epoch=False),
+            logger=dict(type='LoggerHook', interval=1))
+        custom_hooks = {custom_hooks or []!r}
+        log_processor = dict(by_epoch=False, window_size=1)
+        randomness = dict(seed=0, deterministic=True)
+        env_cfg = dict(
+            cudnn_benchmark=False,
+            mp_cfg=dict(mp_start_method='fork'),
+            dist_cfg=dict(backend='gloo'))
+        log_level = 'INFO'
+        """))
+    return path

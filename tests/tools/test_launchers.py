@@ -1,0 +1,202 @@
+"""Launchers end to end: tools/dist_train.sh, dist_test.sh, --resume and a
+two-node run, as 2 CPU processes over gloo on the generated data; every
+other tool's one ``error:`` line (or traceback with --debug) on bad input."""
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from projects.mmdet3d_plugin.cli.errors import DEBUG_ENV
+from projects.mmdet3d_plugin.demo.quickstart import derived_config
+from projects.mmdet3d_plugin.dist.ports import free_port
+from projects.mmdet3d_plugin.synthetic.writer import MARKER
+from tests.helpers.gpu import requires_no_cuda
+
+REPO = Path(__file__).resolve().parents[2]
+CENTERPOINT = REPO / 'configs/centerpoint/centerpoint_pillar_synthetic.py'
+VOXELNET = REPO / 'configs/voxelnet/voxelnet_pillar_synthetic.py'
+FAST = {
+    'train_dataloader': dict(num_workers=0, persistent_workers=False,
+                             batch_size=2),
+    'val_cfg': None,
+    'val_dataloader': None,
+    'val_evaluator': None,
+    'test_dataloader': dict(num_workers=0, persistent_workers=False),
+    'default_hooks': dict(
+        checkpoint=dict(interval=2), logger=dict(interval=1)),
+}
+
+
+def _run(cmd, timeout=300, **env):
+    env = {**os.environ, 'PYTHON': sys.executable, 'PORT': str(free_port()),
+           **env}
+    proc = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True,
+                          text=True, timeout=timeout)
+    assert proc.returncode == 0, (
+        f'{" ".join(map(str, cmd))} exited {proc.returncode}\n'
+        f'{proc.stdout[-3000:]}\n{proc.stderr[-5000:]}')
+    return proc
+
+
+def _config(tmp_path, base, data_root, max_iters):
+    overrides = dict(FAST, train_cfg=dict(max_iters=max_iters))
+    return derived_config(tmp_path / f'{base.stem}_test.py', base, data_root,
+                          overrides)
+
+
+def _losses(work_dir):
+    [run] = sorted(p for p in Path(work_dir).iterdir()
+                   if p.is_dir() and p.name[:8].isdigit())
+    scalars = (run / 'vis_data' / 'scalars.json').read_text().splitlines()
+    return {rec['iter']: rec['loss']
+            for rec in map(json.loads, scalars) if 'loss' in rec}
+
+
+@pytest.fixture(scope='module')
+def centerpoint_run(tmp_path_factory, nus_synthetic):
+    """A 2-process CenterPoint run of 4 iterations; checkpoints at 2, 4."""
+    tmp = tmp_path_factory.mktemp('centerpoint')
+    config = _config(tmp, CENTERPOINT, nus_synthetic, 4)
+    work_dir = tmp / 'work'
+    proc = _run(['bash', 'tools/dist_train.sh', config, '2',
+                 '--work-dir', work_dir])
+    return config, work_dir, proc
+
+
+def test_dist_train_centerpoint_two_cpu_processes(centerpoint_run):
+    config, work_dir, proc = centerpoint_run
+    log = proc.stdout + proc.stderr
+    assert 'initialised a gloo process group on CPU: rank 0 of 2' in log
+    assert (work_dir / 'iter_4.pth').is_file()
+    losses = _losses(work_dir)
+    assert sorted(losses) == [1, 2, 3, 4]
+    assert all(v == v and v < 1e4 for v in losses.values())  # finite
+
+
+def test_dist_test_evaluates_checkpoint(centerpoint_run):
+    config, work_dir, _ = centerpoint_run
+    proc = _run(['bash', 'tools/dist_test.sh', config,
+                 work_dir / 'iter_4.pth', '2', '--work-dir',
+                 work_dir / 'test'])
+    log = proc.stdout + proc.stderr
+    assert 'pred_instances_3d_NuScenes/mAP' in log
+    assert 'pred_instances_3d_NuScenes/NDS' in log
+
+
+def test_resume_continues_from_checkpoint(centerpoint_run, tmp_path):
+    config, work_dir, _ = centerpoint_run
+    resumed = tmp_path / 'resumed'
+    proc = _run([
+        'bash', 'tools/dist_train.sh', config, '2', '--work-dir', resumed,
+        '--resume', work_dir / 'iter_2.pth'
+    ])
+    log = proc.stdout + proc.stderr
+    assert 'resumed epoch: 0, iter: 2' in log
+    assert sorted(_losses(resumed)) == [3, 4]
+    assert (resumed / 'iter_4.pth').is_file()
+
+
+def test_dist_train_voxelnet_two_cpu_processes(tmp_path, nus_synthetic):
+    config = _config(tmp_path, VOXELNET, nus_synthetic, 2)
+    _run(['bash', 'tools/dist_train.sh', config, '2', '--work-dir',
+          tmp_path / 'work'])
+    assert sorted(_losses(tmp_path / 'work')) == [1, 2]
+
+
+def test_two_nodes_on_one_machine(tmp_path, nus_synthetic):
+    """NNODES=2: two torchrun agents, one process each, rendezvous on
+    127.0.0.1 and train together."""
+    config = _config(tmp_path, CENTERPOINT, nus_synthetic, 2)
+    port = str(free_port())
+    env = {**os.environ, 'PYTHON': sys.executable, 'NNODES': '2',
+           'MASTER_ADDR': '127.0.0.1', 'PORT': port}
+    nodes = [
+        subprocess.Popen(
+            ['bash', 'tools/dist_train.sh', str(config), '1', '--work-dir',
+             str(tmp_path / 'work')],
+            cwd=REPO, env={**env, 'NODE_RANK': str(rank)},
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        for rank in (0, 1)
+    ]
+    outputs = [node.communicate(timeout=300)[0] for node in nodes]
+    for rank, (node, out) in enumerate(zip(nodes, outputs)):
+        assert node.returncode == 0, f'node {rank}:\n{out[-5000:]}'
+    # Rank 0 (node 0) logs for both: one process per node, world size 2.
+    assert 'rank 0 of 2' in outputs[0]
+    assert (tmp_path / 'work' / 'iter_2.pth').is_file()
+
+
+@requires_no_cuda
+def test_doctor_checks_the_train_flags_before_launching(tmp_path,
+                                                        nus_synthetic):
+    # Without CUDA, --amp fp16 cannot train: the doctor, given the same
+    # flags as train.py, stops the launch before torchrun starts.
+    config = _config(tmp_path, CENTERPOINT, nus_synthetic, 2)
+    work_dir = tmp_path / 'work'
+    env = {**os.environ, 'PYTHON': sys.executable, 'DOCTOR': '1',
+           'PORT': str(free_port())}
+    proc = subprocess.run(
+        ['bash', 'tools/dist_train.sh', config, '2', '--work-dir', work_dir,
+         '--amp', 'fp16'],
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert 'tools/doctor.py found a failure' in proc.stderr
+    [amp] = [line for line in proc.stdout.splitlines()
+             if line.split()[1:2] == ['optim.amp']]
+    assert amp.startswith('[FAIL]') and 'CUDA GPU' in amp, proc.stdout
+    assert not work_dir.exists()
+
+
+# -- bad input: one error line, or the traceback with --debug --------------
+
+# tool, its arguments, the exception, what its line names ({tmp}: tmp_path).
+BAD_INPUTS = [
+    ('check_pickle', ['{tmp}/no_such_config.py'], 'FileNotFoundError',
+     '{tmp}/no_such_config.py'),
+    ('create_data', ['nuscenes', '--root-path', '{tmp}/no_such_root'],
+     'FileNotFoundError', '{tmp}/no_such_root'),
+    ('find_unused_params', ['{tmp}/no_such_config.py'], 'FileNotFoundError',
+     '{tmp}/no_such_config.py'),
+    ('migrate_config', ['{tmp}/no_such_config.py', '{tmp}/out.py'],
+     'FileNotFoundError', '{tmp}/no_such_config.py'),
+    ('quickstart', ['--work-dir', '{tmp}/work', '--data-root',
+                    '{tmp}/seed1_root'], 'ValueError',
+     '{tmp}/seed1_root holds a dataset generated with seed=1'),
+    ('create_synthetic_nuscenes', ['--out-dir', '{tmp}/syn', '--version',
+                                   'v9.9'], 'ValueError',
+     "version must be one of ('v1.0-mini', 'v1.0-trainval', 'v1.0-test') "
+     "(the devkit's splits of that version select the generated scenes); "
+     "got 'v9.9'"),
+]
+
+
+@pytest.mark.parametrize('debug', [False, True], ids=['one_line', 'debug'])
+@pytest.mark.parametrize('tool,args,exc_type,named', BAD_INPUTS,
+                         ids=[case[0] for case in BAD_INPUTS])
+def test_tool_bad_input_prints_one_error_line(tool, args, exc_type, named,
+                                              debug, tmp_path):
+    # quickstart's data root: a dataset generated with seed 1, not its 0.
+    (tmp_path / 'seed1_root' / 'v1.0-mini').mkdir(parents=True)
+    (tmp_path / 'seed1_root' / MARKER).write_text(json.dumps(dict(seed=1)))
+    named = named.format(tmp=tmp_path)
+    cmd = [sys.executable, f'tools/{tool}.py',
+           *(arg.format(tmp=tmp_path) for arg in args)]
+    env = {k: v for k, v in os.environ.items() if k != DEBUG_ENV}
+    proc = subprocess.run(cmd + ['--debug'] * debug, cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=120)
+    err = proc.stderr
+    errors = [line for line in err.splitlines() if line.startswith('error: ')]
+    assert proc.returncode == 1, err[-3000:]
+    if debug:
+        assert 'Traceback (most recent call last)' in err, err[-3000:]
+        last = err.rstrip().splitlines()[-1]
+        assert last.startswith(f'{exc_type}: ') and named in last, last
+        assert errors == [], err[-3000:]
+    else:
+        assert 'Traceback' not in err, err[-3000:]
+        assert len(errors) == 1 and named in errors[0], err[-3000:]
+        assert f'--debug or {DEBUG_ENV}=1 shows the traceback' in err
+    assert not (tmp_path / 'out.py').exists()  # migrate_config wrote nothing
