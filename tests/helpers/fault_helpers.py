@@ -1,6 +1,7 @@
 """Toy model, data and fault-injecting hooks for the reliability tests.
 
-Imported by the training processes of ``tests/engine/hooks/test_atomic_checkpoint_hook.py`` and
+Imported by the training processes of
+``tests/engine/hooks/test_atomic_checkpoint_hook.py`` and
 ``tests/tools/test_resume.py`` through ``custom_imports`` (the repository on
 ``PYTHONPATH``), and by spawn-started DataLoader workers to unpickle
 :class:`SelfKillingDataset`. :func:`write_config` writes the config those
