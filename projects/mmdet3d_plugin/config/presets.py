@@ -329,21 +329,11 @@ def merge_presets(cfg: Config, names: Optional[Sequence[str]]) -> Config:
 
 
 def apply_presets(cfg: Config, names: Optional[Sequence[str]]) -> Config:
-    """Deep-merge the named presets onto ``cfg`` in order, in place, and
+    """:func:`merge_presets` (same arguments, returns ``cfg``), then
     validate the result.
 
-    Args:
-        cfg (Config): The loaded config.
-        names (Sequence[str], optional): Preset names from
-            ``configs/_base_/presets`` (or paths to preset files). None or
-            empty does nothing.
-
-    Returns:
-        Config: ``cfg`` itself.
-
     Raises:
-        ValueError: For an unknown preset (the message lists the known
-            ones), two presets of the same kind, or out-of-range values
+        ValueError: As :func:`merge_presets`, and for out-of-range values
             (the message names the presets).
 
     Examples:
