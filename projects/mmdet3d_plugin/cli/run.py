@@ -45,14 +45,20 @@ def prepare_test(args: argparse.Namespace) -> Config:
         checkpoint=args.checkpoint)
 
 
-def train(args: argparse.Namespace) -> Runner:
-    """Train as mmdet3d's ``tools/train.py`` does, with the plugin's extras."""
-    _set_local_rank(args)
-    cfg = prepare_train(args)
+def _runner(cfg: Config) -> Runner:
+    """The Runner of a prepared config, its folders noted for the failure
+    report."""
     note_rank_context(work_dir=osp.abspath(cfg.work_dir))
     setup_distributed(cfg)
     runner = build_runner(cfg)
     note_rank_context(log_dir=osp.abspath(runner.log_dir))
+    return runner
+
+
+def train(args: argparse.Namespace) -> Runner:
+    """Train as mmdet3d's ``tools/train.py`` does, with the plugin's extras."""
+    _set_local_rank(args)
+    runner = _runner(prepare_train(args))
     runner.train()
     return runner
 
@@ -60,12 +66,8 @@ def train(args: argparse.Namespace) -> Runner:
 def test(args: argparse.Namespace) -> dict:
     """Test a checkpoint as mmdet3d's ``tools/test.py`` does."""
     _set_local_rank(args)
-    cfg = prepare_test(args)
-    note_rank_context(work_dir=osp.abspath(cfg.work_dir))
-    setup_distributed(cfg)
-    runner = build_runner(cfg)
+    runner = _runner(prepare_test(args))
     check_checkpoint_fits(runner.model, args.checkpoint, args.config)
-    note_rank_context(log_dir=osp.abspath(runner.log_dir))
     metrics = runner.test()
     if metrics is None:
         print_log('test: no metrics were returned', logger='current',

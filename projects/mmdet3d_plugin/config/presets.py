@@ -470,18 +470,8 @@ def merge_train_flags(cfg: Config,
 def apply_train_flags(cfg: Config,
                       accum: Optional[int] = None,
                       amp: Union[None, bool, str] = None) -> Config:
-    """Apply tools/train.py's ``--accum N`` and ``--amp [MODE]`` in place
-    (:func:`merge_train_flags`) and validate the result.
-
-    Args:
-        cfg (Config): The loaded config (after :func:`load_config`).
-        accum (int, optional): Accumulation count. None keeps the config's.
-        amp (bool | str, optional): None/False keeps the config's precision;
-            True means 'fp16'; otherwise one of :data:`AMP_CHOICES`.
-
-    Returns:
-        Config: ``cfg`` itself.
-    """
+    """:func:`merge_train_flags` (same arguments, returns ``cfg``), then
+    validate the result."""
     merge_train_flags(cfg, accum=accum, amp=amp)
     where = applied_by(amp=amp, accum=accum)
     if where:
