@@ -17,13 +17,13 @@ demo: $(STAMP)
 	$(PY) tools/quickstart.py --work-dir work_dirs/quickstart
 
 # Tests that mostly wait (rendezvous, timeouts, hangs) run beside the
-# CPU-bound ones: 4 pytest-xdist workers on 2 cores; tests sharing a
-# module-scoped launch stay on one worker (tests/conftest.py).
+# CPU-bound ones: 4 pytest-xdist workers on 2 cores; the tests of a module
+# with a module-scoped launch stay on one worker (tests/conftest.py).
 PYTEST_WORKERS ?= 4
 
 test: $(STAMP)
 	$(VENV)/bin/lint-imports --config .importlinter
-	$(PY) -m pytest -n $(PYTEST_WORKERS) --dist loadgroup tests
+	$(PY) -m pytest -n $(PYTEST_WORKERS) --dist loadscope tests
 
 clean-venv:
 	rm -rf $(VENV)
