@@ -14,7 +14,7 @@ lines (:func:`data_version_problems`, :func:`dataloader_problems`).
 import os
 import os.path as osp
 from dataclasses import dataclass
-from typing import List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 import mmengine
 from mmengine.config import Config
@@ -152,6 +152,7 @@ def data_version_problems(cfg: Config) -> List[VersionMismatch]:
         list[VersionMismatch]: One per evaluator that would fail.
     """
     out = []
+    info_versions: Dict[str, Optional[str]] = {}  # val and test share one
     for loop, section, loader in EVALUATED:
         dataset = (cfg.get(loader) or {}).get('dataset')
         for key, evaluator in _evaluators(cfg, section):
@@ -164,7 +165,10 @@ def data_version_problems(cfg: Config) -> List[VersionMismatch]:
                 continue
             version, source, version_key = found
             tables = _table_versions(root)
-            info = _info_version(evaluator.get('ann_file'))
+            ann_file = evaluator.get('ann_file')
+            if ann_file not in info_versions:
+                info_versions[ann_file] = _info_version(ann_file)
+            info = info_versions[ann_file]
             name = f"{key} ({evaluator.get('type')})"
             if version in tables and info in (None, version):
                 continue
@@ -276,17 +280,15 @@ def check_run_config(cfg: Config, run: str) -> None:
     if run not in RUN_LOOPS:
         raise ValueError(
             f"check_run_config: run must be 'train' or 'test', got {run!r}")
-    loops = RUN_LOOPS[run]
+    loops, loaders = RUN_LOOPS[run], RUN_LOADERS[run]
     if run == 'train' and cfg.get('val_cfg') is None:
-        loops = ()
+        # No val loop: neither its evaluator nor its dataloader is built.
+        loops, loaders = (), loaders[:1]
     versions = data_version_problems(cfg)
     if any(p.loop in loops for p in versions):
         # This run's loop first; the other's mismatch needs the same fix.
         versions.sort(key=lambda p: p.loop not in loops)
         raise ValueError(version_error(versions))
-    loaders = RUN_LOADERS[run]
-    if run == 'train' and cfg.get('val_cfg') is None:
-        loaders = loaders[:1]
     problems = dataloader_problems(cfg, loaders)
     if problems:
         raise ValueError('; '.join(problems))
