@@ -28,3 +28,8 @@ HANG_EXIT_CODE = 75
 #: Environment variable that overrides oneDNN's answer to "does this CPU run
 #: bfloat16 natively": 'native' or 'emulated' (unset: oneDNN decides).
 CPU_BF16_ENV = 'MMDET3D_PLUGIN_CPU_BF16'
+#: Exit status of every rank of a run that a preemption signal (SIGTERM, or
+#: the one the config names) stopped after the checkpoint of its last
+#: iteration was saved (``PreemptionHook``); ``tools/slurm_train.sh``
+#: requeues its job on it.
+PREEMPTED_EXIT_CODE = 85
