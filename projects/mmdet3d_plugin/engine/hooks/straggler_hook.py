@@ -66,8 +66,9 @@ class StragglerHook(Hook):
 
     The first iteration of the run, of each epoch and of each pass of the
     DataLoader (a new iterator: workers start; an iteration-based loop also
-    pauses 2 s there), and validation, are not counted. Every ``interval`` iterations, each rank's means over the
-    window are all-gathered on a gloo side group of the hook's own
+    pauses 2 s there), and validation, are not counted. Every
+    ``interval`` iterations, each rank's means over the window are
+    all-gathered on a gloo side group of the hook's own
     (``dist.side_group``; never the training group, so it works beside
     NCCL). A rank is slow when its data wait + compute exceeds ``ratio``
     times the median of the others and that median by ``min_ms``; the
