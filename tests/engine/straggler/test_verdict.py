@@ -156,3 +156,33 @@ def test_window_sums_to_figures():
     assert out['step_ms'] == pytest.approx(7.0)
     assert out['iter_ms'] == 8.0
     assert not out['compute_is_whole_step']
+
+
+class _LateClock(HostClock):
+    """A device clock whose marks complete only when waited for, as CUDA
+    events complete after the host moved on."""
+
+    def __init__(self):
+        self.done = set()
+
+    def ready(self, mark):
+        return mark in self.done
+
+    def wait(self, mark):
+        self.done.add(mark)
+
+
+def test_unfinished_marks_wait_for_the_end_of_the_window():
+    clock, window = _LateClock(), RankWindow()
+    for start in (1.0, 2.0):
+        marks = IterationMarks(start)
+        marks.end = start + 0.003
+        window.pending.append(marks)
+    window.resolve(clock)  # per iteration: never blocks
+    assert window.sums['compute_n'] == 0 and len(window.pending) == 2
+    clock.done.add(1.003)
+    window.resolve(clock)
+    assert window.sums['compute_n'] == 1 and len(window.pending) == 1
+    window.resolve(clock, block=True)  # the window's end
+    assert window.sums['compute_n'] == 2 and not window.pending
+    assert figures(window.values())['compute_ms'] == pytest.approx(3.0)
