@@ -100,7 +100,11 @@ class StragglerHook(Hook):
         out_file (str): Report file, relative to ``runner.log_dir``.
             Defaults to 'rank_timing.json'.
         gather_timeout (float): Seconds to wait for the other ranks'
-            figures. Defaults to 60.
+            figures. The gather follows the other hooks of the window's
+            last iteration, so the ranks wait there for rank 0 saving a
+            checkpoint (as they would in the next all-reduce); on failure
+            the hook warns and stops reporting. Defaults to 600 (NCCL's
+            default collective timeout).
 
     Examples:
         >>> custom_hooks = [dict(type='StragglerHook', interval=50)]
@@ -115,7 +119,7 @@ class StragglerHook(Hook):
                  ratio: float = RATIO,
                  min_ms: float = MIN_MS,
                  out_file: str = REPORT_FILE,
-                 gather_timeout: float = 60.0) -> None:
+                 gather_timeout: float = 600.0) -> None:
         if isinstance(interval, bool) or not isinstance(interval, int) or \
                 interval < 1:
             raise ValueError(
@@ -143,7 +147,7 @@ class StragglerHook(Hook):
         self.gather_timeout = positive_seconds('StragglerHook',
                                                'gather_timeout',
                                                gather_timeout,
-                                               'gather_timeout=60')
+                                               'gather_timeout=600')
         self.report: Optional[dict] = None
         self.report_path: Optional[str] = None
         self._handles: List = []
