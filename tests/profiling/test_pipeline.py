@@ -50,6 +50,7 @@ def test_tool_profiles_every_transform(nus_synthetic, tmp_path):
     assert [t['name'] for t in profile['transforms']] == PIPELINE
     for t in profile['transforms']:
         assert t['ms_per_sample'] > 0 and t['calls'] >= 2, t
+        assert t['cpu_ms_per_sample'] >= 0, t
         assert t['name'] in proc.stdout
     assert profile['ms_per_sample'] >= profile['pipeline_ms_per_sample'] > 0
     assert profile['samples_per_s_per_worker'] == pytest.approx(

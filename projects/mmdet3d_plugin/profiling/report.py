@@ -42,6 +42,7 @@ class PipelineProfile:
             pipeline_ms_per_sample=steady.pipeline_ms,
             overhead_ms_per_sample=steady.overhead_ms,
             ms_per_sample=steady.ms_per_sample,
+            cpu_ms_per_sample=steady.cpu_ms_per_sample,
             samples_per_s_per_worker=steady.samples_per_s,
             first_sample_in_process_ms=steady.first_sample_ms,
             fresh_worker=self.fresh_worker,
@@ -59,14 +60,21 @@ class PipelineProfile:
             f'{self.config}: {self.dataset}, {steady.samples} samples after '
             f'{steady.warmup} warm-up, one worker on one core',
             f'{"#":>2}  {"transform":<28}{"ms/sample":>10}{"share":>8}'
+            f'{"cpu ms":>9}'
         ]
         for t in steady.transforms:
             lines.append(f'{t.index:>2}  {t.name:<28}{t.ms_per_sample:>10.1f}'
-                         f'{t.ms_per_sample / total:>8.0%}')
+                         f'{t.ms_per_sample / total:>8.0%}'
+                         f'{t.cpu_ms_per_sample:>9.1f}')
+        cpu_outside = max(
+            steady.cpu_ms_per_sample -
+            sum(t.cpu_ms_per_sample for t in steady.transforms), 0.0)
         lines += [
             f'{"":>2}  {"(outside the transforms)":<28}'
-            f'{steady.overhead_ms:>10.1f}{steady.overhead_ms / total:>8.0%}',
-            f'{"":>2}  {"total":<28}{total:>10.1f}'
+            f'{steady.overhead_ms:>10.1f}{steady.overhead_ms / total:>8.0%}'
+            f'{cpu_outside:>9.1f}',
+            f'{"":>2}  {"total":<28}{total:>10.1f}{"":>8}'
+            f'{steady.cpu_ms_per_sample:>9.1f}'
             f'  = {steady.samples_per_s:.2f} samples/s per worker',
         ]
         worker = self.fresh_worker

@@ -17,7 +17,10 @@ class TransformTime:
     Args:
         index (int): Place in the pipeline.
         name (str): Type name.
-        ms_per_sample (float): Milliseconds per delivered sample.
+        ms_per_sample (float): Wall milliseconds per delivered sample.
+        cpu_ms_per_sample (float): CPU milliseconds (of the loading
+            thread) per delivered sample: close to the wall time on an idle
+            core, less where other work shares it.
         calls (int): Calls over the measured samples (more than the
             samples where the dataset refetched a sample the pipeline
             dropped).
@@ -25,6 +28,7 @@ class TransformTime:
     index: int
     name: str
     ms_per_sample: float
+    cpu_ms_per_sample: float
     calls: int
 
 
@@ -37,6 +41,7 @@ class SteadyState:
         samples (int): Samples measured.
         warmup (int): Samples loaded first and not measured.
         ms_per_sample (float): Wall time of ``dataset[i]`` per sample.
+        cpu_ms_per_sample (float): CPU time of ``dataset[i]`` per sample.
         first_sample_ms (float): The first warm-up sample (numba
             compilation and first file reads in this process included).
     """
@@ -44,6 +49,7 @@ class SteadyState:
     samples: int
     warmup: int
     ms_per_sample: float
+    cpu_ms_per_sample: float
     first_sample_ms: float
 
     @property
@@ -102,14 +108,16 @@ def measure_steady_state(dataset: Any,
         for index in range(start + 1, start + warmup):
             dataset[index % len(dataset)]
         clock.reset()
-        began = time.perf_counter()
+        began, cpu = time.perf_counter(), time.thread_time()
         for index in range(start + warmup, start + warmup + samples):
             dataset[index % len(dataset)]
         total_ms = (time.perf_counter() - began) * 1000
+        cpu_ms = (time.thread_time() - cpu) * 1000
     transforms = [
-        TransformTime(i, name, seconds * 1000 / samples, calls)
-        for i, (name, seconds, calls) in enumerate(
-            zip(clock.names, clock.seconds, clock.calls))
+        TransformTime(i, name, seconds * 1000 / samples,
+                      cpu_seconds * 1000 / samples, calls)
+        for i, (name, seconds, cpu_seconds, calls) in enumerate(
+            zip(clock.names, clock.seconds, clock.cpu_seconds, clock.calls))
     ]
     return SteadyState(transforms, samples, warmup, total_ms / samples,
-                       first_ms)
+                       cpu_ms / samples, first_ms)
