@@ -43,7 +43,7 @@ def test_tool_profiles_every_transform(nus_synthetic, tmp_path):
     proc = subprocess.run(
         [sys.executable, 'tools/profile_pipeline.py', PILLAR02,
          '--data-root', str(nus_synthetic), '--samples', '2', '--warmup',
-         '1', '--step-time', '0.5', '--json', str(out)],
+         '1', '--step-time', '0.5', '--workers', '3', '--json', str(out)],
         cwd=REPO, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     profile = json.loads(out.read_text())
@@ -65,10 +65,11 @@ def test_tool_profiles_every_transform(nus_synthetic, tmp_path):
         worker['build_s']
     feed = profile['feed']
     assert (feed['batch_size'], feed['step_time_s'], feed['workers']) == \
-        (4, 0.5, 4)
+        (4, 0.5, 3)
     assert feed['workers_needed'] >= 1 and isinstance(feed['fed'], bool)
     assert profile['conditions']['torch_threads'] == 1
     assert 'worker(s) per GPU' in proc.stdout
+    assert 'database infos' not in proc.stdout + proc.stderr  # INFO logs
 
 
 def test_timing_leaves_the_samples_unchanged(pillar02):
@@ -104,8 +105,12 @@ def test_doctor_throughput(pillar02, step_time, status):
         tmp_dir='')
     ctx.provide('cfg', cfg)
     ctx.provide('dataset.train', dataset)
+    rng, threads = np.random.get_state()[1].copy(), torch.get_num_threads()
     line = check_throughput(ctx)
     assert line.status == status, line
+    # The doctor's process is left as it was.
+    assert (np.random.get_state()[1] == rng).all()
+    assert torch.get_num_threads() == threads
     assert 'ms/sample as one worker on one core' in line.detail
     assert '4 worker(s) per GPU' in line.detail
     if status == 'warn':

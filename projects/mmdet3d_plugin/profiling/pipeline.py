@@ -16,9 +16,14 @@ as one DataLoader worker on one core:
 The doctor's ``data.throughput`` check runs the same measurement, shorter.
 """
 import argparse
+import contextlib
 import json
+import logging
 import os
-from typing import Dict, Optional
+import time
+from typing import Dict, Iterator, Optional
+
+from mmengine.logging import MMLogger
 
 from ..cli.errors import add_debug_flag
 from ..config.loading import add_cfg_options
@@ -122,8 +127,30 @@ def profile_parser() -> argparse.ArgumentParser:
     add_cfg_options(parser)
     parser.add_argument(
         '--json', metavar='OUT', help='also write the profile as JSON')
+    parser.add_argument(
+        '--verbose', action='store_true',
+        help='show the INFO logs of building the dataset')
     add_debug_flag(parser)
     return parser
+
+
+@contextlib.contextmanager
+def _quiet_logs(quiet: bool) -> Iterator[None]:
+    """A current mmengine logger that prints errors only (the INFO tables
+    of the dataset and the GT database would bury the profile); INFO
+    again afterwards, as mmengine's default logger is."""
+    if not quiet:
+        yield
+        return
+    logger = MMLogger.get_instance(
+        f'profile_pipeline_{os.getpid()}_{time.monotonic_ns()}',
+        log_level='ERROR')
+    try:
+        yield
+    finally:
+        logger.setLevel(logging.INFO)
+        for handler in logger.handlers:
+            handler.setLevel(logging.INFO)
 
 
 def run_from_args(args: argparse.Namespace) -> int:
@@ -131,10 +158,12 @@ def run_from_args(args: argparse.Namespace) -> int:
     if args.workers is not None and args.workers < 0:
         raise ValueError('tools/profile_pipeline.py: --workers must be >= '
                          f'0; got {args.workers}.')
-    profile = profile_pipeline(
-        args.config, data_root=args.data_root, cfg_options=args.cfg_options,
-        samples=args.samples, warmup=args.warmup, workers=args.workers,
-        step_time=args.step_time, fresh_worker=args.fresh_worker)
+    with _quiet_logs(not args.verbose):
+        profile = profile_pipeline(
+            args.config, data_root=args.data_root,
+            cfg_options=args.cfg_options, samples=args.samples,
+            warmup=args.warmup, workers=args.workers,
+            step_time=args.step_time, fresh_worker=args.fresh_worker)
     print(profile.format(), flush=True)
     if args.json:
         directory = os.path.dirname(os.path.abspath(args.json))

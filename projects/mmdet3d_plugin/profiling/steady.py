@@ -5,6 +5,7 @@ from dataclasses import dataclass
 from typing import Any, List
 
 import numpy as np
+import torch
 
 from .one_core import as_one_worker
 from .timing import timed_pipeline
@@ -84,8 +85,9 @@ def measure_steady_state(dataset: Any,
         warmup (int): Samples loaded before, not measured (at least 1:
             the first compiles numba kernels). Defaults to 2.
         start (int): Index of the first sample. Defaults to 0.
-        seed (int): Seed of ``random`` and ``numpy.random`` (the
-            augmentations draw from them). Defaults to 0.
+        seed (int): Seed of ``random``, ``numpy.random`` and torch (the
+            augmentations draw from them), whose states are put back
+            afterwards. Defaults to 0.
 
     Returns:
         SteadyState: The measured costs.
@@ -98,12 +100,32 @@ def measure_steady_state(dataset: Any,
     if len(dataset) == 0:
         raise ValueError('profile_pipeline: the dataset is empty; point '
                          'its ann_file at an info file with samples.')
+    states = random.getstate(), np.random.get_state(), torch.get_rng_state()
     random.seed(seed)
     np.random.seed(seed)
-    index = start
+    torch.manual_seed(seed)
+    try:
+        clock, first_ms, total_ms, cpu_ms = _load(dataset, samples, warmup,
+                                                  start)
+    finally:
+        random.setstate(states[0])
+        np.random.set_state(states[1])
+        torch.set_rng_state(states[2])
+    transforms = [
+        TransformTime(i, name, seconds * 1000 / samples,
+                      cpu_seconds * 1000 / samples, calls)
+        for i, (name, seconds, cpu_seconds, calls) in enumerate(
+            zip(clock.names, clock.seconds, clock.cpu_seconds, clock.calls))
+    ]
+    return SteadyState(transforms, samples, warmup, total_ms / samples,
+                       cpu_ms / samples, first_ms)
+
+
+def _load(dataset: Any, samples: int, warmup: int, start: int) -> tuple:
+    """Load the samples; ``(clock, first ms, total ms, total CPU ms)``."""
     with as_one_worker(), timed_pipeline(dataset) as clock:
         began = time.perf_counter()
-        dataset[index % len(dataset)]
+        dataset[start % len(dataset)]
         first_ms = (time.perf_counter() - began) * 1000
         for index in range(start + 1, start + warmup):
             dataset[index % len(dataset)]
@@ -113,11 +135,4 @@ def measure_steady_state(dataset: Any,
             dataset[index % len(dataset)]
         total_ms = (time.perf_counter() - began) * 1000
         cpu_ms = (time.thread_time() - cpu) * 1000
-    transforms = [
-        TransformTime(i, name, seconds * 1000 / samples,
-                      cpu_seconds * 1000 / samples, calls)
-        for i, (name, seconds, cpu_seconds, calls) in enumerate(
-            zip(clock.names, clock.seconds, clock.cpu_seconds, clock.calls))
-    ]
-    return SteadyState(transforms, samples, warmup, total_ms / samples,
-                       cpu_ms / samples, first_ms)
+    return clock, first_ms, total_ms, cpu_ms
