@@ -1,6 +1,7 @@
 """Doctor check that the run's DataLoader workers keep its GPUs fed.
 
-``data.throughput`` loads a few train samples as one worker on one core
+Once ``data.first_batch`` passed, ``data.throughput`` loads a few train
+samples in this process as one worker on one core
 (``profiling.measure_steady_state``, as ``tools/profile_pipeline.py`` does
 with more samples), and compares what ``num_workers`` workers deliver with
 what a step of ``--step-time`` seconds (else an assumed GPU time per
