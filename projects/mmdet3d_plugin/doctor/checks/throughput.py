@@ -27,9 +27,13 @@ WARMUP = 1
 FAST_PIPELINE_PRESET = 'fast_pipeline'
 
 
+def _ms(value: float) -> str:
+    return f'{value:.0f}' if value >= 10 else f'{value:.2g}'
+
+
 def _costliest(steady: SteadyState, count: int = 2) -> str:
     ranked = sorted(steady.transforms, key=lambda t: -t.ms_per_sample)
-    return ', '.join(f'{t.name} {t.ms_per_sample:.0f}'
+    return ', '.join(f'{t.name} {_ms(t.ms_per_sample)}'
                      for t in ranked[:count])
 
 
@@ -53,7 +57,7 @@ def plan_throughput(steady: SteadyState,
     """
     check = 'data.throughput'
     detail = (
-        f'{steady.ms_per_sample:.0f} ms/sample as one worker on one core '
+        f'{_ms(steady.ms_per_sample)} ms/sample as one worker on one core '
         f'(most in {_costliest(steady)} ms); {feed.workers} worker(s) per '
         f'GPU deliver {feed.fed_samples_per_s:.1f} samples/s, a '
         f'{feed.step_time_s:.3g} s step of batch {feed.batch_size} needs '
