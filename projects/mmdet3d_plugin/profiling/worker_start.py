@@ -10,7 +10,6 @@ forkserver worker also pays the imports (and unpickles the dataset rather
 than building it); a forked one inherits both.
 """
 import json
-import os
 import subprocess
 import sys
 import time
@@ -21,9 +20,12 @@ from ..constants import REPO_ROOT
 #: Marks the child's result line on its stdout.
 RESULT_PREFIX = 'PROFILE_WORKER_RESULT '
 #: Runs in the fresh process; ``t0`` before any import of the plugin.
+#: This checkout goes first on its path, before a ``projects/`` of the
+#: working directory.
 _CHILD = '''
 import sys, time
 t0 = time.perf_counter()
+sys.path.insert(0, sys.argv[2])
 from projects.mmdet3d_plugin.profiling.worker_start import run_child
 run_child(t0, sys.argv[1])
 '''
@@ -77,15 +79,12 @@ def measure_fresh_worker(config: str,
         RuntimeError: If the process fails; the message ends with its
             stderr.
     """
-    env = dict(os.environ)
-    env['PYTHONPATH'] = os.pathsep.join(
-        p for p in (str(REPO_ROOT), env.get('PYTHONPATH')) if p)
     spec = json.dumps(
         dict(config=config, data_root=data_root, cfg_options=cfg_options))
     launched = time.time()
-    proc = subprocess.run([sys.executable, '-c', _CHILD, spec],
-                          cwd=os.getcwd(), env=env, capture_output=True,
-                          text=True, timeout=timeout)
+    proc = subprocess.run(
+        [sys.executable, '-c', _CHILD, spec, str(REPO_ROOT)],
+        capture_output=True, text=True, timeout=timeout)
     lines = [
         line for line in proc.stdout.splitlines()
         if line.startswith(RESULT_PREFIX)
