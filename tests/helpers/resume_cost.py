@@ -14,7 +14,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Optional
+from typing import List, Optional, Tuple
 
 from tests.helpers.fault_helpers import write_config
 
@@ -38,23 +38,35 @@ def cost_config(path: Path, exact: bool = True, load_ms: float = LOAD_MS,
                         custom_hooks=hooks, extra=extra)
 
 
-def timed_train(config: Path, work: Path, *flags) -> dict:
-    """Run ``tools/train.py``; seconds to the first iteration and to the
-    end, from the process start."""
+def timed_runs(*runs: Tuple[Path, Path, tuple]) -> List[dict]:
+    """Run ``tools/train.py`` for each ``(config, work_dir, flags)``, side
+    by side (so that they share the machine's load); for each, seconds to
+    its first iteration and to its end, from its process start."""
     env = dict(os.environ, PYTHONPATH=str(REPO))
     env.pop('MMDET3D_PLUGIN_DEBUG', None)
-    start = time.time()
-    proc = subprocess.run(
-        [sys.executable, str(REPO / 'tools' / 'train.py'), str(config),
-         '--work-dir', str(work), *flags], cwd=REPO, env=env,
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    end = time.time()
-    if proc.returncode != 0:
-        raise RuntimeError(f'train.py failed ({proc.returncode}):\n'
-                           f'{proc.stdout[-5000:]}')
-    first = json.loads((work / 'first_iter.json').read_text())
-    return dict(first_iter_s=first['time'] - start, wall_s=end - start,
-                first_iter=first['iter'], log=proc.stdout)
+    started = []
+    for config, work, flags in runs:
+        started.append((time.time(), work, subprocess.Popen(
+            [sys.executable, str(REPO / 'tools' / 'train.py'), str(config),
+             '--work-dir', str(work), *flags], cwd=REPO, env=env,
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)))
+    results = []
+    for start, work, proc in started:
+        log = proc.communicate(timeout=900)[0]
+        end = time.time()
+        if proc.returncode != 0:
+            raise RuntimeError(f'train.py failed ({proc.returncode}):\n'
+                               f'{log[-5000:]}')
+        first = json.loads((work / 'first_iter.json').read_text())
+        results.append(dict(first_iter_s=round(first['time'] - start, 2),
+                            wall_s=round(end - start, 2),
+                            first_iter=first['iter'], log=log))
+    return results
+
+
+def timed_train(config: Path, work: Path, *flags) -> dict:
+    """:func:`timed_runs` of one run."""
+    return timed_runs((config, work, flags))[0]
 
 
 def checkpoint_at(tmp: Path, exact: bool = True) -> Path:

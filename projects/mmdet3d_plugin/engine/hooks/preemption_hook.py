@@ -9,7 +9,9 @@ that iteration is saved, and every rank exits with
 resumes from that checkpoint (``tools/train.py`` does so by itself in a
 restarted or requeued run).
 """
+import atexit
 import functools
+import multiprocessing
 import signal
 import threading
 from typing import Callable, Dict, Optional, Sequence
@@ -36,6 +38,17 @@ def _ignore_then(signums: Sequence[int], init_fn: Optional[Callable],
         init_fn(worker_id)
 
 
+def _kill_workers_at_exit(before: frozenset) -> None:
+    """SIGKILL the daemon processes started since ``before`` (DataLoader
+    workers): they ignore SIGTERM, with which ``multiprocessing`` would
+    end them at interpreter exit before joining them (a join that would
+    never return). Registered after ``multiprocessing``'s exit function,
+    so it runs first."""
+    for child in multiprocessing.active_children():
+        if child.daemon and child.pid not in before:
+            child.kill()
+
+
 def _signal_number(name) -> int:
     if isinstance(name, int):
         return int(name)
@@ -60,8 +73,11 @@ class PreemptionHook(Hook):
     ``signals``; if so rank 0 saves the checkpoint of that iteration
     (through the run's ``AtomicCheckpointHook``: complete or absent, and
     ``last_checkpoint`` names it), all ranks wait for the file, and all
-    exit with status 85. DataLoader workers ignore the signals. A signal
-    that arrives during validation is acted on after it.
+    exit with status 85. DataLoader workers ignore the signals (Slurm
+    signals every process of a step; a worker that died of it would end
+    the run first), so at interpreter exit they are ended with SIGKILL,
+    not multiprocessing's SIGTERM. A signal that arrives during validation
+    is acted on after it.
 
     ``tools/train.py`` adds it to every training run; a config's own
     ``custom_hooks`` entry (other signals) takes its place.
@@ -104,6 +120,8 @@ class PreemptionHook(Hook):
         if loader is not None and getattr(loader, 'num_workers', 0) > 0:
             loader.worker_init_fn = functools.partial(
                 _ignore_then, self.signums, loader.worker_init_fn)
+            atexit.register(_kill_workers_at_exit, frozenset(
+                p.pid for p in multiprocessing.active_children()))
         if is_distributed() and get_world_size() > 1:
             self._group = side_group(self.timeout)
 
