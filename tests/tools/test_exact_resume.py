@@ -69,6 +69,14 @@ def _config(path: Path, hooks=(), with_index=False) -> Path:
                         extra=extra)
 
 
+TIMED_MINUTES = 0.004  # 0.24 s; an iteration here takes about 0.1 s
+
+
+def _timed_config(path: Path) -> Path:
+    return write_config(path, max_epochs=1, size=SIZE, ckpt_interval=1000,
+                        extra="train_dataloader['dataset']['load_ms'] = 50\n")
+
+
 def _finish(procs: dict) -> dict:
     return {name: (p.communicate(timeout=900)[0], p.returncode)
             for name, p in procs.items()}
@@ -112,6 +120,11 @@ def runs(tmp_path_factory):
             tmp / 'term2'),
         'world2': _dist(_config(tmp / 'w2.py', [dict(
             kill, after_iter=7, rank=1)], with_index=True), tmp / 'world2'),
+        'exhaust2': _dist(_config(tmp / 'x2.py', [dict(
+            type='RaiseOnRankHook', rank=1, at_iter=2)]), tmp / 'exhaust2',
+            1),
+        'timed1': _train(_timed_config(tmp / 'timed.py'), tmp / 'timed1',
+                         '--checkpoint-minutes', str(TIMED_MINUTES)),
     })
     second = _finish({
         'resume1': _train(ref, tmp / 'kill1', '--resume'),
@@ -200,3 +213,25 @@ def test_resume_on_fewer_ranks_trains_each_sample_of_the_epoch_once(runs):
     after = [i for it, ep, idx in records(0)[7:] if ep == 1 for i in idx]
     assert len(before) == 8 and len(after) == SIZE - 8
     assert sorted(before + after) == list(range(SIZE))
+
+
+def test_restarts_run_out_and_the_report_lists_each_attempt(runs):
+    out, code = runs[1]['exhaust2']
+    assert code == 1, out[-6000:]
+    report = out[out.index('Why the run failed'):]
+    assert 'Attempts (2, torchrun restarts included)' in report, report
+    assert report.count('injected fault: rank 1 fails at iteration 2') >= 2
+    assert '  attempt 1: rank 1' in report and '  attempt 2: rank 1' in report
+
+
+def test_checkpoints_every_n_minutes_keep_the_newest_two(runs):
+    tmp = runs[0]
+    out = _ok(runs, 'timed1')
+    saved = [line for line in out.splitlines()
+             if f'{TIMED_MINUTES:g} min after the last checkpoint' in line]
+    assert len(saved) >= 3, out[-4000:]
+    work = tmp / 'timed1'
+    kept = sorted(work.glob('iter_*.pth'),
+                  key=lambda p: int(p.stem.split('_')[1]))
+    assert len(kept) == 2, kept
+    assert (work / 'last_checkpoint').read_text() == str(kept[-1])

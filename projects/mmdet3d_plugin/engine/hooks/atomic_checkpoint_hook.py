@@ -100,6 +100,9 @@ class AtomicCheckpointHook(CheckpointHook):
             return
         step = runner.iter + 1
         if self.save_now(runner):
+            runner.logger.info(
+                f'AtomicCheckpointHook: saved iter_{step}.pth, '
+                f'{self.interval_minutes:g} min after the last checkpoint')
             self._timed.append(step)
             self._prune_timed(runner)
 
