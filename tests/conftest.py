@@ -5,6 +5,7 @@ info files, cached across pytest sessions in ``data/.cache/`` under a key
 that changes with the generator's and converter's sources, the seed and the
 mmdet3d / nuscenes-devkit versions.
 """
+import shutil
 from pathlib import Path
 from typing import Set
 
@@ -57,3 +58,25 @@ def pytest_xdist_make_scheduler(config, log):
     if config.getvalue('dist') == 'loadscope':
         return SharedFixtureScheduling(config, log)
     return None
+
+
+@pytest.fixture(scope='session')
+def slurm(tmp_path_factory):
+    """A Slurm of the tests' own (``tests/helpers/slurm_cluster.py``):
+    slurmctld and two slurmd, nodes ``node1`` and ``node2`` in partition
+    ``debug``, each with this machine's CPUs and memory; stopped, and its
+    folder removed, after the session."""
+    from tests.helpers.slurm_cluster import (SLURM_INSTALL, SlurmCluster,
+                                             missing_programs)
+    missing = missing_programs()
+    if missing:
+        pytest.fail(
+            f'these tests start a Slurm of their own, but {", ".join(missing)}'
+            f' is not installed: run `{SLURM_INSTALL}` as root (.ci/run does '
+            'it)', pytrace=False)
+    cluster = SlurmCluster(tmp_path_factory.mktemp('slurm'), nodes=2)
+    cluster.start()
+    print(f'slurm: daemons up in {cluster.start_seconds:.1f} s')
+    yield cluster
+    cluster.stop()
+    shutil.rmtree(cluster.root, ignore_errors=True)
