@@ -87,6 +87,8 @@ class SlurmCluster:
             f'Port={free_port()} CPUs={machine["CPUs"]} '
             f'RealMemory={machine["RealMemory"]} State=UNKNOWN'
             for name in self.nodes)
+        partition = (f'PartitionName={PARTITION} Nodes={",".join(self.nodes)}'
+                     ' Default=YES MaxTime=INFINITE State=UP\n')
         root = self.root
         self.conf.write_text(textwrap.dedent(f"""\
             ClusterName=plugintest{os.getpid()}
@@ -118,9 +120,7 @@ class SlurmCluster:
             JobCompType=jobcomp/none
             AccountingStorageType=accounting_storage/none
             JobAcctGatherType=jobacct_gather/none
-            """) + nodes + f'\nPartitionName={PARTITION} '
-            f'Nodes={",".join(self.nodes)} Default=YES MaxTime=INFINITE '
-            'State=UP\n')
+            """) + nodes + '\n' + partition)
         return self.conf
 
     def start(self, timeout: float = 60) -> 'SlurmCluster':
