@@ -33,8 +33,8 @@ PREEMPTION_HOOK = 'projects.mmdet3d_plugin.engine.hooks.preemption_hook'
 def _submit(cluster, tmp_path, args, **env) -> str:
     """sbatch in ``tmp_path``; the job's output in ``tmp_path/job.out``.
     ``env``: for the job's processes (sbatch exports the environment)."""
-    env = dict(PYTHON=sys.executable, MASTER_PORT=str(free_port()),
-               OMP_NUM_THREADS='1', PYTHONPATH=str(REPO), **env)
+    env = {'PYTHON': sys.executable, 'MASTER_PORT': str(free_port()),
+           'OMP_NUM_THREADS': '1', 'PYTHONPATH': str(REPO), **env}
     proc = cluster.run(['sbatch', '--parsable', '-p', PARTITION,
                         '--output', str(tmp_path / 'job.out'),
                         '--open-mode=append', *map(str, args)],
@@ -45,7 +45,7 @@ def _submit(cluster, tmp_path, args, **env) -> str:
 def _finish(cluster, job_id, tmp_path, timeout=300) -> dict:
     start = time.monotonic()
     info = cluster.wait_job(job_id, timeout=timeout)
-    print(f'job {job_id}: {time.monotonic() - start:.1f} s after submit\n'
+    print(f'job {job_id} ended {time.monotonic() - start:.1f} s later:\n'
           f'{cluster.show_job(job_id)}')
     log = (tmp_path / 'job.out').read_text()
     assert info['JobState'] == 'COMPLETED', log[-6000:]
@@ -116,6 +116,62 @@ SBATCH_SCRIPT = """\
 #SBATCH --open-mode=append
 exec {script} {partition} toy {config} {work}
 """
+
+
+#: Stand-in for ``python``: tools/train.py's side of the preemption
+#: contract, without the training. Each task runs 0.2 s "iterations",
+#: printing them, 60 of them in the first attempt, 3 in a requeued one; on
+#: SIGTERM or SIGUSR1 it finishes its iteration and exits 85, as
+#: PreemptionHook does.
+STANDIN = r'''#!/usr/bin/env bash
+echo "task $SLURM_PROCID: attempt ${SLURM_RESTART_COUNT:-0}"
+trap 'echo "task $SLURM_PROCID: got SIGTERM"; stop=1' TERM
+trap 'echo "task $SLURM_PROCID: got SIGUSR1"; stop=1' USR1
+iters=60
+[ "${SLURM_RESTART_COUNT:-0}" -gt 0 ] && iters=3
+for ((i = 1; i <= iters; i++)); do
+  sleep 0.2
+  echo "task $SLURM_PROCID: iteration $i"
+  [ -n "${stop:-}" ] && exit 85
+done
+echo "task $SLURM_PROCID: done"
+'''
+
+
+@pytest.mark.parametrize('preempt', ['requeue', 'usr1'])
+def test_script_requeues_on_the_preempted_status(slurm, tmp_path, preempt):
+    """The script's part, with a stand-in for train.py's: ``requeue``:
+    ``scontrol requeue`` (Slurm sends SIGTERM to the batch shell and to
+    every task, and requeues); ``usr1``: what ``--signal=B:USR1@120``
+    sends (the script forwards it to srun, and requeues on status 85)."""
+    standin = tmp_path / 'python'
+    standin.write_text(STANDIN)
+    standin.chmod(0o755)
+    batch = tmp_path / 'train.sbatch'
+    batch.write_text(SBATCH_SCRIPT.format(
+        script=SCRIPT, partition=PARTITION, config='toy.py',
+        work=tmp_path / 'work'))
+    job = _submit(slurm, tmp_path, [batch], PYTHON=str(standin))
+    out = tmp_path / 'job.out'
+    deadline = time.monotonic() + 120
+    while not out.exists() or 'task 1: iteration 3' not in out.read_text():
+        assert time.monotonic() < deadline, slurm.show_job(job)
+        time.sleep(0.2)
+    if preempt == 'requeue':
+        slurm.run(['scontrol', 'requeue', job])
+    else:
+        slurm.run(['scancel', '--batch', '--signal=USR1', job])
+    info = _finish(slurm, job, tmp_path)
+    log = out.read_text()
+    assert info['Restarts'] == '1' and info['ExitCode'] == '0:0', log
+    signame = 'TERM' if preempt == 'requeue' else 'USR1'
+    for rank in (0, 1):
+        assert f'task {rank}: got SIG{signame}' in log, log
+        assert f'task {rank}: attempt 1' in log and f'task {rank}: done' in log
+    if preempt == 'requeue':
+        assert 'slurm_train.sh: preempted by SIGTERM; Slurm ends job' in log
+    else:
+        assert f'slurm_train.sh: preempted (USR1); requeuing job {job}' in log
 
 
 @pytest.mark.skipif(
