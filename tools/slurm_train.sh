@@ -14,19 +14,21 @@
 #     before the time limit to this shell only) is forwarded to srun, which
 #     passes it on to every task;
 #   - SIGTERM to the batch shell (scontrol requeue, preemption, scancel, the
-#     time limit) is not forwarded: Slurm sends SIGTERM to every task itself,
-#     then SIGKILL KillWait seconds later (slurm.conf, default 30 s), and
-#     srun given SIGTERM would kill the tasks at once.
+#     time limit) is not forwarded: Slurm sends SIGCONT and SIGTERM to every
+#     process of the job, tasks included, then SIGKILL KillWait seconds later
+#     (slurm.conf, default 30 s); srun given SIGTERM forwards SIGKILL, which
+#     Slurm refuses only because the job is already ending.
 # On either signal every rank finishes its iteration, rank 0 saves its
 # checkpoint, and the tasks exit with status 85 (PREEMPTED_EXIT_CODE). On 85
-# after SIGUSR1 (or with no signal here) this script requeues the job
-# (scontrol requeue, needs --requeue or JobRequeue=1); after SIGTERM Slurm is
-# ending the job itself and requeues it if that is what it is doing. A
+# after SIGUSR1, or with no signal here (a preemption's GraceTime signals the
+# tasks alone), this script requeues the job (scontrol requeue; needs
+# --requeue or JobRequeue=1); after SIGTERM Slurm is ending the job itself
+# and requeues it if that is what it is doing (scancel stays cancelled). A
 # requeued job pends (Reason=BeginTime) for cred_expire + 1 s (AuthInfo,
-# default 120 s), starts again by itself and reruns this script with
-# SLURM_RESTART_COUNT=1, 2, ...; tools/train.py then resumes from the newest
-# checkpoint in WORK_DIR. The script exits 85 when its run was preempted
-# (requeued or not), else srun's status.
+# default 120 s), starts again by itself at the next scheduling pass and
+# reruns this script with SLURM_RESTART_COUNT=1, 2, ...; tools/train.py then
+# resumes from the newest checkpoint in WORK_DIR. The script exits 85 when
+# its run was preempted (requeued or not), else srun's status.
 set -euxo pipefail
 
 PARTITION=$1
