@@ -3,7 +3,9 @@
 ``nus_synthetic`` is the generated nuScenes-format dataset with mmdet3d's
 info files, cached across pytest sessions in ``data/.cache/`` under a key
 that changes with the generator's and converter's sources, the seed and the
-mmdet3d / nuscenes-devkit versions.
+mmdet3d / nuscenes-devkit versions. ``slurm`` is a Slurm of the tests' own
+(``tests/helpers/slurm_cluster.py``), started once per session (per
+pytest-xdist worker) by the tests that use it.
 """
 import shutil
 from pathlib import Path
@@ -66,15 +68,11 @@ def slurm(tmp_path_factory):
     slurmctld and two slurmd, nodes ``node1`` and ``node2`` in partition
     ``debug``, each with this machine's CPUs and memory; stopped, and its
     folder removed, after the session."""
-    from tests.helpers.slurm_cluster import (SLURM_INSTALL, SlurmCluster,
-                                             missing_programs)
-    missing = missing_programs()
-    if missing:
-        pytest.fail(
-            f'these tests start a Slurm of their own, but {", ".join(missing)}'
-            f' is not installed: run `{SLURM_INSTALL}` as root (.ci/run does '
-            'it)', pytrace=False)
-    cluster = SlurmCluster(tmp_path_factory.mktemp('slurm'), nodes=2)
+    from tests.helpers.slurm_cluster import SlurmCluster
+    try:
+        cluster = SlurmCluster(tmp_path_factory.mktemp('slurm'), nodes=2)
+    except RuntimeError as exc:  # not installed: the command that installs
+        pytest.fail(str(exc), pytrace=False)
     cluster.start()
     print(f'slurm: daemons up in {cluster.start_seconds:.1f} s')
     yield cluster

@@ -23,6 +23,13 @@ fi
 SRUN_ARGS=${SRUN_ARGS:-""}
 PYTHON=${PYTHON:-python}
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+if [ ! -f "$ROOT/tools/test.py" ] && [ -n "${SLURM_JOB_ID:-}" ]; then
+  # `sbatch tools/slurm_test.sh ...` runs a copy (slurmd's spool): the
+  # repository is the submitted script's (Command=SCRIPT ARGS...).
+  COMMAND=$(scontrol show job "$SLURM_JOB_ID" | sed -n 's/^ *Command=//p')
+  ROOT="$(cd "$(dirname "${COMMAND% "$*"}")/.." 2>/dev/null && pwd \
+      || echo "${SLURM_SUBMIT_DIR:-$PWD}")"
+fi
 
 export PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}"
 # Each task writes its torch elastic error file (and rank_info.json) to

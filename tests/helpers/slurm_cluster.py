@@ -66,7 +66,7 @@ class SlurmCluster:
         if missing:
             raise RuntimeError(
                 f'SlurmCluster: the tests start a Slurm of their own, but '
-                f'{", ".join(missing)} is not installed; install it with '
+                f'{", ".join(missing)} not found on PATH; install Slurm with '
                 f'`{SLURM_INSTALL}` (as root; .ci/run does it)')
         self.root = Path(root)
         self.nodes = [f'node{i}' for i in range(1, nodes + 1)]
@@ -108,7 +108,7 @@ class SlurmCluster:
             SchedulerParameters=sched_interval=1
             JobRequeue=1
             ReturnToService=2
-            KillWait=10
+            KillWait=30
             StateSaveLocation={root}/state
             SlurmdSpoolDir={root}/spool/%n
             SlurmctldPidFile={root}/slurmctld.pid

@@ -19,7 +19,7 @@ import pytest
 
 from projects.mmdet3d_plugin.constants import PREEMPTED_EXIT_CODE
 from projects.mmdet3d_plugin.dist.ports import free_port
-from tests.helpers.slurm_cluster import PARTITION
+from tests.helpers.slurm_cluster import PARTITION, SLURM_INSTALL, SlurmCluster
 from tests.helpers.slurm_toy import write_paced_config
 
 REPO = Path(__file__).resolve().parents[2]
@@ -214,3 +214,12 @@ def test_preempted_job_requeues_and_resumes(slurm, reference, tmp_path,
 def test_script_knows_the_preempted_status():
     assert f'PREEMPTED={PREEMPTED_EXIT_CODE} ' in SCRIPT.read_text()
     assert os.access(SCRIPT, os.X_OK)
+
+
+def test_cluster_without_slurm_names_the_install_command(tmp_path,
+                                                         monkeypatch):
+    monkeypatch.setenv('PATH', str(tmp_path))
+    with pytest.raises(RuntimeError, match=f'slurmctld, slurmd, sinfo, .* '
+                       f'not found on PATH; install Slurm with '
+                       f'`{SLURM_INSTALL}`'):
+        SlurmCluster(tmp_path)
