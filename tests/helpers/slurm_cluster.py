@@ -3,14 +3,16 @@
 :class:`SlurmCluster` writes a ``slurm.conf`` of its own into a folder,
 starts ``slurmctld -D`` and one ``slurmd -D -N nodeN`` per emulated node as
 background processes (each slurmd on its own port, all on 127.0.0.1), waits
-until ``sinfo`` shows every node idle, and on :meth:`stop` kills the
-daemons. Nothing outside the folder is used but ``/run/munge``-free
-``auth/none``: no munge, no systemd, no accounting database. Clients find
-the cluster through ``SLURM_CONF`` (:attr:`SlurmCluster.env`).
+until ``sinfo`` shows every node idle (about a second), and on :meth:`stop`
+cancels the jobs and kills the daemons and what they left running. State,
+spool, pid and log files stay in the folder; ``auth/none`` and
+``cred/none`` need no munge, and there is no accounting database. Clients
+find the cluster through ``SLURM_CONF`` (:attr:`SlurmCluster.env`).
 
-Requeued jobs would wait ``cred_expire`` seconds (default 120) before they
-start again; the conf sets it to its minimum, so a requeued job starts
-again within seconds and by itself.
+A requeued job pends (``Reason=BeginTime``) for ``cred_expire`` + 1 seconds
+(default 120) and then waits for the scheduler's next pass (default every
+60 s): the conf sets 5 s and a pass every second, so a requeued job starts
+again within seconds, by itself.
 """
 import ctypes
 import os
@@ -27,7 +29,8 @@ from projects.mmdet3d_plugin.dist.ports import free_port
 
 #: What installs the daemons and clients on Debian / Ubuntu (as root).
 SLURM_INSTALL = 'apt-get install -y slurmctld slurmd slurm-client'
-_PROGRAMS = ('slurmctld', 'slurmd', 'sinfo', 'sbatch', 'srun', 'scontrol')
+_PROGRAMS = ('slurmctld', 'slurmd', 'sinfo', 'sbatch', 'srun', 'scontrol',
+             'scancel')
 #: Seconds a requeued job waits before it may start again (Slurm's
 #: ``cred_expire``, default 120).
 CRED_EXPIRE = 5
