@@ -154,12 +154,17 @@ def write_config(path: Path,
                  ckpt_interval: int = 2,
                  num_workers: int = 2,
                  ballast: int = 0,
-                 custom_hooks: Optional[list] = None) -> Path:
+                 custom_hooks: Optional[list] = None,
+                 max_epochs: Optional[int] = None,
+                 size: int = 24,
+                 extra: str = '') -> Path:
     """Write the toy training config that ``tools/train.py`` runs.
 
     Iteration-based, 24 samples in batches of 4 (an epoch is 6
     iterations), shuffled, SGD with momentum and a step LR schedule, seed 0
-    in deterministic mode, DataLoader workers started by fork.
+    in deterministic mode, DataLoader workers started by fork. With
+    ``max_epochs`` it is epoch-based instead, the LR halved after the
+    first epoch; checkpoints stay by iteration.
 
     Args:
         path (Path): Config file to write.
@@ -168,10 +173,20 @@ def write_config(path: Path,
         num_workers (int): DataLoader workers. Defaults to 2.
         ballast (int): See :class:`FaultToyModel`. Defaults to 0.
         custom_hooks (list, optional): Extra hooks. Defaults to None.
+        max_epochs (int, optional): Train by epoch. Defaults to None.
+        size (int): Samples of the dataset. Defaults to 24.
+        extra (str): Lines appended to the config. Defaults to ''.
 
     Returns:
         Path: ``path``.
     """
+    if max_epochs is None:
+        loop = f"dict(type='IterBasedTrainLoop', max_iters={max_iters})"
+        schedule = 'by_epoch=False, milestones=[5]'
+    else:
+        loop = (f"dict(type='EpochBasedTrainLoop', max_epochs={max_epochs}, "
+                'val_interval=1000)')
+        schedule = 'by_epoch=True, milestones=[1]'
     path.write_text(textwrap.dedent(f"""\
         custom_imports = dict(
             imports=['projects.mmdet3d_plugin', 'tests.helpers.fault_helpers'],
@@ -183,14 +198,13 @@ def write_config(path: Path,
             num_workers={num_workers},
             persistent_workers=False,
             sampler=dict(type='DefaultSampler', shuffle=True),
-            dataset=dict(type='FaultToyDataset', size=24))
-        train_cfg = dict(type='IterBasedTrainLoop', max_iters={max_iters})
+            dataset=dict(type='FaultToyDataset', size={size}))
+        train_cfg = {loop}
         optim_wrapper = dict(
             type='OptimWrapper',
             optimizer=dict(type='SGD', lr=0.05, momentum=0.9))
         param_scheduler = [
-            dict(type='MultiStepLR', by_epoch=False, milestones=[5],
-                 gamma=0.5)
+            dict(type='MultiStepLR', {schedule}, gamma=0.5)
         ]
         default_hooks = dict(
             checkpoint=dict(
@@ -205,5 +219,5 @@ def write_config(path: Path,
             mp_cfg=dict(mp_start_method='fork'),
             dist_cfg=dict(backend='gloo'))
         log_level = 'INFO'
-        """))
+        """) + extra)
     return path

@@ -46,7 +46,12 @@ def train_parser() -> argparse.ArgumentParser:
         type=str,
         const='auto',
         help='resume from this checkpoint, or from the latest one in the '
-        'work dir when no path is given')
+        'work dir when no path is given (a restarted or requeued run does '
+        'so by itself)')
+    parser.add_argument(
+        '--checkpoint-minutes', type=float, metavar='N', default=None,
+        help='also save a checkpoint every N minutes (the newest 2 of those '
+        'are kept), so a crash loses at most N minutes of training')
     _common_args(parser)
     return parser
 

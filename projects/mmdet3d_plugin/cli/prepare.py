@@ -12,8 +12,11 @@ The order is mmdet3d's ``tools/train.py`` order, the plugin's flags last:
    database moved);
 4. the run's own settings: the launcher, ``--work-dir`` (else
    ``./work_dirs/<config name>``); for training the atomic checkpoint
-   hook, ``--sync_bn``, ``--auto-scale-lr`` and ``--resume``; for testing
-   the checkpoint as ``load_from``;
+   hook (``--checkpoint-minutes``), the loops that resume exactly and
+   ``PreemptionHook`` (``config.exact_resume``), ``--sync_bn``,
+   ``--auto-scale-lr`` and ``--resume`` (in a restarted or requeued run
+   without it: the newest checkpoint of the work dir); for testing the
+   checkpoint as ``load_from``;
 5. the config's legacy ``plugin_dir`` imported (``config.plugin_dir``);
 6. ``optim_wrapper`` validated, once (an error names what set the value);
 7. the checks that must come before anything is built, each raising one
@@ -32,15 +35,19 @@ from typing import Dict, Optional, Union
 
 import torch
 from mmengine.config import Config
+from mmengine.logging import print_log
+from mmengine.runner import find_latest_checkpoint
 
 from ..config.checkpoint_hook import use_atomic_checkpoints
 from ..config.data_root import redirect_data_root
+from ..config.exact_resume import set_checkpoint_minutes, use_exact_resume
 from ..config.loading import merge_cfg_options, read_config, settings_source
 from ..config.plugin_dir import PluginDirCollisionError, import_plugins
 from ..config.presets import merge_train_flags, validate_optim_wrapper
 from ..config.run_checks import RUN_LOOPS, check_run_config
 from ..dist.budget import timeout_problems
 from ..engine.amp import check_amp_supported
+from ..engine.resume import restart_attempt
 
 
 def process_group_backend() -> str:
@@ -66,10 +73,25 @@ def timeout_error(cfg: Config, backend: Optional[str] = None) -> \
     return '; '.join(problems) if problems else None
 
 
+def _restart_resume(work_dir: str) -> Optional[str]:
+    """In a restarted or requeued run (torchrun ``--max-restarts``, Slurm
+    requeue) without ``--resume``: the newest complete checkpoint of the
+    work dir, or None (train from the start: none was saved yet)."""
+    attempt = restart_attempt()
+    if attempt is None:
+        return None
+    newest = find_latest_checkpoint(work_dir)
+    if newest is None:
+        print_log(f'restart: {attempt.text()}: no checkpoint in {work_dir} '
+                  'yet, training starts from the beginning', logger='current')
+    return newest
+
+
 def _set_run_settings(cfg: Config, run: str, config: str, launcher: str,
                       work_dir: Optional[str], sync_bn: str,
                       auto_scale_lr: bool, resume: Optional[str],
-                      checkpoint: Optional[str]) -> None:
+                      checkpoint: Optional[str],
+                      checkpoint_minutes: Optional[float]) -> None:
     """Step 4 of the order: the settings that are the run's, not the
     model's."""
     cfg.launcher = launcher
@@ -82,6 +104,8 @@ def _set_run_settings(cfg: Config, run: str, config: str, launcher: str,
         cfg.load_from = checkpoint
         return
     use_atomic_checkpoints(cfg)
+    set_checkpoint_minutes(cfg, checkpoint_minutes)
+    use_exact_resume(cfg)
     if sync_bn != 'none':
         cfg.sync_bn = sync_bn
     if auto_scale_lr:
@@ -91,6 +115,8 @@ def _set_run_settings(cfg: Config, run: str, config: str, launcher: str,
                 'enable=False, base_batch_size=N)` in the config, N being the '
                 'total batch size the LR was tuned for')
         cfg.auto_scale_lr.enable = True
+    if resume is None:
+        resume = _restart_resume(cfg.work_dir)
     if resume == 'auto':
         cfg.resume = True
         cfg.load_from = None
@@ -117,6 +143,7 @@ def prepare_run(config: str,
                 auto_scale_lr: bool = False,
                 resume: Optional[str] = None,
                 checkpoint: Optional[str] = None,
+                checkpoint_minutes: Optional[float] = None,
                 stop: bool = True) -> Config:
     """Turn a config file and the tools' flags into the config the Runner
     gets, in the order of this module's docstring.
@@ -141,6 +168,8 @@ def prepare_run(config: str,
             checkpoint. Defaults to None.
         checkpoint (str, optional): The checkpoint to test (test).
             Defaults to None.
+        checkpoint_minutes (float, optional): ``--checkpoint-minutes``
+            (train): also save every N minutes. Defaults to None.
         stop (bool): Raise on the problems found before building: a
             ``plugin_dir`` that collides, a precision this machine cannot
             train in, :func:`check_run_config`'s, the timeout budget. False
@@ -176,7 +205,7 @@ def prepare_run(config: str,
     if data_root is not None:
         redirect_data_root(cfg, data_root)
     _set_run_settings(cfg, run, config, launcher, work_dir, sync_bn,
-                      auto_scale_lr, resume, checkpoint)
+                      auto_scale_lr, resume, checkpoint, checkpoint_minutes)
     try:
         import_plugins(cfg)
     except PluginDirCollisionError:

@@ -32,7 +32,8 @@ def prepare_train(args: argparse.Namespace) -> Config:
         args.config, 'train', cfg_options=args.cfg_options, amp=args.amp,
         accum=args.accum, data_root=args.data_root, launcher=args.launcher,
         work_dir=args.work_dir, sync_bn=args.sync_bn,
-        auto_scale_lr=args.auto_scale_lr, resume=args.resume)
+        auto_scale_lr=args.auto_scale_lr, resume=args.resume,
+        checkpoint_minutes=args.checkpoint_minutes)
 
 
 def prepare_test(args: argparse.Namespace) -> Config:

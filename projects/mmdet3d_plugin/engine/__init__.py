@@ -1,9 +1,10 @@
 """Runner-side pieces: hooks, the bfloat16 optim wrapper, accumulation-aware
-LR scaling, AMP checks."""
+LR scaling, AMP checks, the loops that resume exactly."""
+from . import resume  # noqa: F401  registers the resumable loops
 from .amp import (AmpUnsupportedError, check_amp_supported,
                   warn_accumulation_with_batchnorm)
 from .hooks import (AccumulationResumeHook, AtomicCheckpointHook,
-                    DDPUnusedParamHook, DistWatchdogHook,
+                    DDPUnusedParamHook, DistWatchdogHook, PreemptionHook,
                     use_atomic_checkpoints)
 from .lr_scaling import effective_batch_size, effective_lr, lr_scale_factor
 from .optimizers import BF16AmpOptimWrapper
@@ -12,7 +13,7 @@ from .runner import PluginRunner
 __all__ = [
     'AccumulationResumeHook', 'AmpUnsupportedError', 'AtomicCheckpointHook',
     'BF16AmpOptimWrapper', 'DDPUnusedParamHook', 'DistWatchdogHook',
-    'PluginRunner', 'check_amp_supported',
+    'PluginRunner', 'PreemptionHook', 'check_amp_supported',
     'effective_batch_size', 'effective_lr', 'lr_scale_factor',
     'use_atomic_checkpoints', 'warn_accumulation_with_batchnorm'
 ]

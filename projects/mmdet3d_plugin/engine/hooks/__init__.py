@@ -5,8 +5,9 @@ from .accumulation_resume_hook import AccumulationResumeHook
 from .atomic_checkpoint_hook import AtomicCheckpointHook
 from .ddp_unused_param_hook import DDPUnusedParamHook
 from .dist_watchdog_hook import DistWatchdogHook
+from .preemption_hook import PreemptionHook
 
 __all__ = [
     'AccumulationResumeHook', 'AtomicCheckpointHook', 'DDPUnusedParamHook',
-    'DistWatchdogHook', 'use_atomic_checkpoints'
+    'DistWatchdogHook', 'PreemptionHook', 'use_atomic_checkpoints'
 ]

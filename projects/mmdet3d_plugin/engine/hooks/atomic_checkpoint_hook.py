@@ -1,4 +1,7 @@
-"""Checkpoint hook whose files survive a kill at any moment."""
+"""Checkpoint hook whose files survive a kill at any moment, and that also
+saves every N minutes."""
+import collections
+import time
 from typing import Optional
 
 from mmengine.dist import is_main_process
@@ -28,6 +31,13 @@ class AtomicCheckpointHook(CheckpointHook):
     * temporary files of a writer killed by SIGKILL are removed at the
       start of the next run in the same folder.
 
+    With ``interval_minutes=N`` it also saves ``iter_<k>.pth`` when N
+    minutes have passed since the last save of this run (rank 0's clock,
+    checked after each iteration), so a crash loses at most N minutes
+    whatever the epoch length; of those timed checkpoints the newest
+    ``max_keep_timed`` are kept (the interval ones follow
+    ``max_keep_ckpts``). ``tools/train.py --checkpoint-minutes N`` sets it.
+
     Checkpoints in remote storage (``out_dir='s3://...'`` or explicit
     ``backend_args``/``file_client_args``) are saved as by
     ``CheckpointHook``.
@@ -43,6 +53,23 @@ class AtomicCheckpointHook(CheckpointHook):
     """
 
     priority = 'VERY_LOW'
+
+    def __init__(self, *args, interval_minutes: Optional[float] = None,
+                 max_keep_timed: int = 2, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        if interval_minutes is not None and not interval_minutes > 0:
+            raise ValueError(
+                'AtomicCheckpointHook: interval_minutes must be a positive '
+                f'number of minutes, got {interval_minutes!r}; or None to '
+                'save by iteration/epoch only')
+        if int(max_keep_timed) < 1:
+            raise ValueError(
+                'AtomicCheckpointHook: max_keep_timed must be 1 or more, '
+                f'got {max_keep_timed!r}')
+        self.interval_minutes = interval_minutes
+        self.max_keep_timed = int(max_keep_timed)
+        self._timed: collections.deque = collections.deque()
+        self._saved_at = time.monotonic()
 
     def before_train(self, runner) -> None:
         """Pick the atomic backend for local folders; sweep temporaries.
@@ -63,11 +90,65 @@ class AtomicCheckpointHook(CheckpointHook):
                         f'AtomicCheckpointHook: removed {path}, a partial '
                         'checkpoint of an interrupted run')
 
+    def after_train_iter(self, runner, batch_idx, data_batch=None,
+                         outputs=None) -> None:
+        """Save by iteration as ``CheckpointHook`` does, then by time."""
+        super().after_train_iter(runner, batch_idx, data_batch, outputs)
+        if self.interval_minutes is None or not is_main_process():
+            return
+        if time.monotonic() - self._saved_at < self.interval_minutes * 60:
+            return
+        step = runner.iter + 1
+        if self.save_now(runner):
+            self._timed.append(step)
+            self._prune_timed(runner)
+
+    def _prune_timed(self, runner) -> None:
+        while len(self._timed) > self.max_keep_timed:
+            step = self._timed.popleft()
+            if step in self.keep_ckpt_ids:
+                continue
+            path = self.file_backend.join_path(self.out_dir,
+                                               f'iter_{step}.pth')
+            if path != self.last_ckpt and self.file_backend.isfile(path):
+                self.file_backend.remove(path)
+
+    def save_now(self, runner) -> bool:
+        """Save ``iter_<k>.pth`` of the iteration that just ended, unless
+        this hook saved it already, and point ``last_checkpoint`` at it.
+
+        Call it on every rank, from ``after_train_iter`` (rank 0 writes).
+
+        Returns:
+            bool: Whether a file was written (False: it existed).
+        """
+        step = runner.iter + 1
+        name = f'iter_{step}.pth'
+        path = self.file_backend.join_path(self.out_dir, name)
+        if self.last_ckpt == path:
+            return False
+        runner.save_checkpoint(
+            self.out_dir, name, self.file_client_args,
+            save_optimizer=self.save_optimizer,
+            save_param_scheduler=self.save_param_scheduler,
+            by_epoch=False, backend_args=self.backend_args, **self.args)
+        self._after_save(runner, path)
+        return True
+
+    def _after_save(self, runner, path: str) -> None:
+        self.last_ckpt = path
+        runner.message_hub.update_info('last_ckpt', path)
+        self._saved_at = time.monotonic()
+        if is_main_process():
+            atomic_write(path, self.file_backend.join_path(
+                runner.work_dir, 'last_checkpoint'))
+
     @property
     def _atomic(self) -> bool:
         return (self.backend_args or {}).get('backend') == ATOMIC_BACKEND
 
     def _save_checkpoint_with_step(self, runner, step, meta) -> None:
+        self._saved_at = time.monotonic()
         if not self._atomic:
             super()._save_checkpoint_with_step(runner, step, meta)
             return
@@ -109,3 +190,23 @@ class AtomicCheckpointHook(CheckpointHook):
                 self.file_backend.remove(path)
             elif self.file_backend.isdir(path):
                 self.file_backend.rmtree(path)
+
+
+def save_iteration_checkpoint(runner) -> str:
+    """Save the checkpoint of the iteration that just ended (every rank
+    calls it; rank 0 writes) and return its path.
+
+    Through the run's :class:`AtomicCheckpointHook` when it has one (the
+    plugin's tools always do), else with ``Runner.save_checkpoint`` into
+    the work dir, ``last_checkpoint`` written atomically.
+    """
+    for hook in runner.hooks:
+        if isinstance(hook, AtomicCheckpointHook):
+            hook.save_now(runner)
+            return hook.last_ckpt
+    name = f'iter_{runner.iter + 1}.pth'
+    runner.save_checkpoint(runner.work_dir, name, by_epoch=False)
+    path = f'{runner.work_dir}/{name}'
+    if is_main_process():
+        atomic_write(path, f'{runner.work_dir}/last_checkpoint')
+    return path

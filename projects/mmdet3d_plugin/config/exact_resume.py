@@ -1,0 +1,83 @@
+"""A training config made one that resumes exactly and survives
+preemption (the plugin's ``tools/train.py`` applies it to every run)."""
+from typing import Optional
+
+from mmengine.config import Config
+
+#: mmengine's train loops and the plugin's loops that resume exactly.
+RESUMABLE_LOOPS = {
+    'EpochBasedTrainLoop': 'mmdet3d.ResumableEpochBasedTrainLoop',
+    'mmengine.EpochBasedTrainLoop': 'mmdet3d.ResumableEpochBasedTrainLoop',
+    'IterBasedTrainLoop': 'mmdet3d.ResumableIterBasedTrainLoop',
+    'mmengine.IterBasedTrainLoop': 'mmdet3d.ResumableIterBasedTrainLoop',
+}
+_PREEMPTION_HOOKS = ('PreemptionHook', 'mmdet3d.PreemptionHook')
+
+
+def use_exact_resume(cfg: Config) -> Config:
+    """Put the resumable loops in place of mmengine's, and add
+    ``PreemptionHook`` unless the config has one.
+
+    ``EpochBasedTrainLoop`` / ``IterBasedTrainLoop`` (also as
+    ``train_cfg.by_epoch``) become ``ResumableEpochBasedTrainLoop`` /
+    ``ResumableIterBasedTrainLoop`` with the same arguments; other loops
+    are kept. ``exact_resume = False`` in the config keeps mmengine's
+    loops (and with them the replay of a resumed epoch).
+
+    Args:
+        cfg (Config): Loaded config, changed in place.
+
+    Returns:
+        Config: ``cfg`` itself.
+    """
+    if cfg.get('exact_resume', True) is False:
+        return cfg
+    train_cfg = cfg.get('train_cfg')
+    if isinstance(train_cfg, dict):
+        kind = train_cfg.get('type')
+        if kind is None and 'by_epoch' in train_cfg:
+            kind = ('EpochBasedTrainLoop' if train_cfg.pop('by_epoch') else
+                    'IterBasedTrainLoop')
+        if kind in RESUMABLE_LOOPS:
+            train_cfg['type'] = RESUMABLE_LOOPS[kind]
+    hooks = list(cfg.get('custom_hooks') or [])
+    if not any(isinstance(h, dict) and h.get('type') in _PREEMPTION_HOOKS
+               for h in hooks):
+        hooks.append(dict(type='mmdet3d.PreemptionHook'))
+        cfg.custom_hooks = hooks
+    return cfg
+
+
+def set_checkpoint_minutes(cfg: Config, minutes: Optional[float]) -> Config:
+    """``--checkpoint-minutes N``: the checkpoint hook also saves every N
+    minutes (``AtomicCheckpointHook(interval_minutes=N)``).
+
+    Args:
+        cfg (Config): Config whose checkpoint hook is already the atomic
+            one (``use_atomic_checkpoints``), changed in place.
+        minutes (float, optional): N; None changes nothing.
+
+    Returns:
+        Config: ``cfg`` itself.
+
+    Raises:
+        ValueError: If N is not positive, or the config's checkpoint hook
+            is another one.
+    """
+    if minutes is None:
+        return cfg
+    if not minutes > 0:
+        raise ValueError(
+            f'train: --checkpoint-minutes {minutes}: give a positive number '
+            'of minutes')
+    hook = (cfg.get('default_hooks') or {}).get('checkpoint')
+    if not isinstance(hook, dict) or hook.get('type') not in (
+            'AtomicCheckpointHook', 'mmdet3d.AtomicCheckpointHook'):
+        kind = hook.get('type') if isinstance(hook, dict) else hook
+        raise ValueError(
+            f'train: --checkpoint-minutes needs the checkpoint hook '
+            f'AtomicCheckpointHook, but default_hooks.checkpoint is {kind!r}.'
+            " Fix: use default_hooks.checkpoint=dict(type='CheckpointHook', "
+            '...) (the tools make it atomic) or drop the flag')
+    hook['interval_minutes'] = float(minutes)
+    return cfg

@@ -1,0 +1,49 @@
+"""The train dataloader config, made one that resumes exactly."""
+import copy
+from typing import Optional, Tuple
+
+from .sampler import REPLACEABLE_SAMPLERS
+
+SAMPLER_TYPE = 'mmdet3d.ResumableSampler'
+DATASET_TYPE = 'mmdet3d.SeededDataset'
+_KEPT = {False: ('shuffle', 'seed', 'round_up'), True: ('shuffle', 'seed')}
+
+
+def resumable_dataloader(dataloader: dict) -> Tuple[dict, Optional[str]]:
+    """``dataloader`` with :class:`ResumableSampler` and
+    :class:`SeededDataset` in place of mmengine's sampler.
+
+    ``DefaultSampler`` and ``InfiniteSampler`` are replaced, keeping their
+    arguments; the dataset is wrapped in ``SeededDataset``. The input is
+    not changed.
+
+    Args:
+        dataloader (dict): A ``train_dataloader`` config.
+
+    Returns:
+        tuple[dict, str | None]: The new config, and None; or the input
+        unchanged and why it cannot resume exactly (another sampler).
+    """
+    sampler = dict(dataloader.get('sampler') or {})
+    kind = sampler.get('type')
+    if kind in ('ResumableSampler', SAMPLER_TYPE):
+        new = copy.deepcopy(dataloader)
+    elif isinstance(kind, (str, type)) and kind in REPLACEABLE_SAMPLERS:
+        infinite = REPLACEABLE_SAMPLERS[kind]
+        kept = {k: sampler[k] for k in _KEPT[infinite] if k in sampler}
+        new = copy.deepcopy(dataloader)
+        new['sampler'] = dict(type=SAMPLER_TYPE, infinite=infinite, **kept)
+    else:
+        name = getattr(kind, '__name__', kind)
+        return dataloader, (
+            f'train_dataloader.sampler is {name!r}, not DefaultSampler or '
+            'InfiniteSampler, so a resume inside an epoch cannot skip to '
+            'the position it stopped at and the epoch is replayed from its '
+            "start. Fix: use sampler=dict(type='DefaultSampler', "
+            "shuffle=True) (or 'InfiniteSampler'), or checkpoint at epoch "
+            'ends')
+    dataset = new.get('dataset')
+    if isinstance(dataset, dict) and dataset.get('type') not in (
+            'SeededDataset', DATASET_TYPE):
+        new['dataset'] = dict(type=DATASET_TYPE, dataset=dataset)
+    return new, None

@@ -1,0 +1,221 @@
+"""mmengine's train loops, resuming inside an epoch at the sample they
+stopped at.
+
+mmengine 0.10.7's ``EpochBasedTrainLoop.run_epoch`` starts every epoch at
+batch 0, so a checkpoint saved inside an epoch (``CheckpointHook(by_epoch=
+False)``) replays the epoch on resume; ``IterBasedTrainLoop`` loads every
+batch it skips ("Advance dataloader N steps"). These loops take the same
+arguments and differ only in that:
+
+* their dataloader's ``DefaultSampler`` / ``InfiniteSampler`` is
+  :class:`~projects.mmdet3d_plugin.datasets.resumable.ResumableSampler`
+  and its dataset is wrapped in ``SeededDataset`` (each sample's
+  augmentation a function of ``(seed, epoch, position)``);
+* checkpoints record the data position (:class:`DataPositionHook`), and a
+  resumed run starts the sampler there: nothing skipped is loaded;
+* batch indices continue where the interrupted epoch was, so hooks that
+  count in-epoch batches (the logger, epoch ends) see the same numbers.
+
+``tools/train.py`` puts them in place of mmengine's
+(``config.exact_resume``).
+"""
+import logging
+from typing import Optional
+
+from mmengine.dist import get_world_size
+from mmengine.logging import print_log
+from mmengine.runner import EpochBasedTrainLoop, IterBasedTrainLoop
+from mmengine.runner.loops import _InfiniteDataloaderIterator
+
+from mmdet3d.registry import LOOPS
+from ...datasets.resumable import ResumableSampler, resumable_dataloader
+from .data_position_hook import DataPositionHook
+from .position import DataPosition, first_batch_index, position_from_iters
+
+
+def _resumable(dataloader):
+    if not isinstance(dataloader, dict):
+        print_log(
+            'exact resume: the train dataloader was built before the loop, '
+            'so its sampler stays; a resume inside an epoch replays it. '
+            'Fix: give the loop the dataloader config', logger='current',
+            level=logging.WARNING)
+        return dataloader
+    new, problem = resumable_dataloader(dataloader)
+    if problem is not None:
+        print_log(f'exact resume: {problem}', logger='current',
+                  level=logging.WARNING)
+    return new
+
+
+class _ResumableLoop:
+    """What both loops share: the sampler, the position, the restore."""
+
+    def _init_position(self, stream: bool) -> None:
+        self.data_position = DataPosition(per_batch=self._per_batch(),
+                                          stream=stream)
+        if not any(isinstance(h, DataPositionHook)
+                   for h in self.runner.hooks):
+            self.runner.register_hook(DataPositionHook())
+
+    @property
+    def sampler(self) -> Optional[ResumableSampler]:
+        """The dataloader's sampler if it can resume exactly, else None."""
+        sampler = getattr(self.dataloader, 'sampler', None)
+        return sampler if isinstance(sampler, ResumableSampler) else None
+
+    def _batch_size(self) -> int:
+        size = self.dataloader.batch_size
+        if size is None:
+            size = getattr(self.dataloader.batch_sampler, 'batch_size', 1)
+        return int(size)
+
+    def _per_batch(self) -> int:
+        return self._batch_size() * get_world_size()
+
+    def data_position_meta(self) -> Optional[dict]:
+        """The checkpoint's ``meta['data_position']``, None without a
+        :class:`ResumableSampler`."""
+        sampler = self.sampler
+        if sampler is None:
+            return None
+        return self.data_position.meta(sampler.seed, get_world_size(),
+                                       self._batch_size())
+
+    def restore_data_position(self, meta: dict) -> str:
+        """Start the sampler where the checkpoint with ``meta`` stopped.
+
+        Args:
+            meta (dict): The checkpoint's ``meta``.
+
+        Returns:
+            str: One line on where training continues, for the log.
+        """
+        sampler = self.sampler
+        if sampler is None:
+            return ('exact resume is off (see the warning above): the epoch '
+                    'restarts at its first batch')
+        saved = meta.get('data_position')
+        stream = self.data_position.stream
+        if saved is None:
+            position = position_from_iters(meta, len(self.dataloader),
+                                           self._per_batch(), stream)
+            if position is None:
+                return ('the checkpoint has no data position and its '
+                        'iteration is not inside an epoch: the epoch starts '
+                        'at its first batch')
+            epoch = int(meta.get('epoch', 0))
+            note = (' (the checkpoint was saved without the data position, '
+                    'e.g. by mmengine\'s loop: the position follows from its '
+                    'iteration, but the samples\' random state differs from '
+                    'the run it continues)')
+        else:
+            position, epoch = int(saved['position']), int(saved['epoch'])
+            sampler.seed = int(saved['seed'])
+            note = ''
+            if int(saved['world_size']) != get_world_size() or int(
+                    saved['batch_size']) != self._batch_size():
+                note = (
+                    f' (saved with world_size {saved["world_size"]} x '
+                    f'batch_size {saved["batch_size"]}, now '
+                    f'{get_world_size()} x {self._batch_size()}: no sample '
+                    'of the epoch is repeated or skipped, but the batches '
+                    'are grouped differently, so losses cannot match an '
+                    'uninterrupted run exactly)')
+        sampler.resume_at(epoch, position)
+        where = (f'stream position {position}' if stream else
+                 f'epoch {epoch + 1}, sample {position} of '
+                 f'{sampler.epoch_end(0)}')
+        return f'data continues at {where}{note}'
+
+
+@LOOPS.register_module()
+class ResumableEpochBasedTrainLoop(_ResumableLoop, EpochBasedTrainLoop):
+    """``EpochBasedTrainLoop`` that resumes at the batch it stopped at
+    (see the module docstring); the same arguments."""
+
+    def __init__(self, runner, dataloader, *args, **kwargs) -> None:
+        super().__init__(runner, _resumable(dataloader), *args, **kwargs)
+        self._init_position(stream=False)
+
+    def _first_batch(self) -> int:
+        sampler = self.sampler
+        if sampler is None:
+            return 0
+        sampler.set_epoch(self._epoch)
+        start = sampler.start()
+        self.data_position = DataPosition(
+            epoch=self._epoch, start=start, per_batch=self._per_batch())
+        return first_batch_index(len(self.dataloader),
+                                 sampler.remaining(start),
+                                 self._batch_size(), self.dataloader.drop_last)
+
+    def run_epoch(self) -> None:
+        """Train the rest of the epoch (all of it unless resumed inside)."""
+        self.runner.call_hook('before_train_epoch')
+        self.runner.model.train()
+        for idx, data_batch in enumerate(self.dataloader, self._first_batch()):
+            self.run_iter(idx, data_batch)
+        # Checkpoints saved at the epoch's end continue with the next one.
+        self.data_position = DataPosition(epoch=self._epoch + 1,
+                                          per_batch=self._per_batch())
+        self.runner.call_hook('after_train_epoch')
+        self._epoch += 1
+
+    def run_iter(self, idx, data_batch) -> None:
+        """One iteration; its batch counts as trained in the checkpoints
+        its ``after_train_iter`` hooks save."""
+        self.data_position.batches += 1
+        super().run_iter(idx, data_batch)
+
+
+@LOOPS.register_module()
+class ResumableIterBasedTrainLoop(_ResumableLoop, IterBasedTrainLoop):
+    """``IterBasedTrainLoop`` that resumes without loading the batches it
+    skips (see the module docstring); the same arguments.
+
+    The dataloader's iterator is made when training starts, once the
+    resume position is known, not when the loop is built.
+    """
+
+    def __init__(self, runner, dataloader, *args, **kwargs) -> None:
+        super().__init__(runner, _resumable(dataloader), *args, **kwargs)
+        self._init_position(stream=True)
+
+    def run(self):
+        """Train up to ``max_iters``, from the resumed iteration on."""
+        self.runner.call_hook('before_train')
+        self.runner.call_hook('before_train_epoch')
+        sampler = self.sampler
+        if sampler is not None:
+            self.data_position = DataPosition(
+                start=sampler.start(), per_batch=self._per_batch(),
+                stream=True)
+        elif self._iter > 0:
+            print_log(
+                f'Advance dataloader {self._iter} steps to skip data that '
+                'has already been trained', logger='current',
+                level=logging.WARNING)
+        self.dataloader_iterator = _InfiniteDataloaderIterator(
+            self.dataloader)
+        if sampler is None:
+            for _ in range(self._iter):
+                next(self.dataloader_iterator)
+        while self._iter < self._max_iters and not self.stop_training:
+            self.runner.model.train()
+            self.run_iter(next(self.dataloader_iterator))
+            self._decide_current_val_interval()
+            if (self.runner.val_loop is not None
+                    and self._iter >= self.val_begin
+                    and (self._iter % self.val_interval == 0
+                         or self._iter == self._max_iters)):
+                self.runner.val_loop.run()
+        self.runner.call_hook('after_train_epoch')
+        self.runner.call_hook('after_train')
+        return self.runner.model
+
+    def run_iter(self, data_batch) -> None:
+        """One iteration; its batch counts as trained in the checkpoints
+        its ``after_train_iter`` hooks save."""
+        self.data_position.batches += 1
+        super().run_iter(data_batch)
