@@ -34,7 +34,7 @@ class PaceHook(Hook):
 
 
 def write_paced_config(path: Path, max_iters: int, ckpt_interval: int = 2,
-                       seconds: float = 0.0) -> Path:
+                       seconds: float = 0.0, size: int = 48) -> Path:
     """The toy config of :func:`~tests.helpers.fault_helpers.write_config`,
     with :class:`PaceHook` when ``seconds`` > 0.
 
@@ -43,16 +43,16 @@ def write_paced_config(path: Path, max_iters: int, ckpt_interval: int = 2,
         max_iters (int): Iterations.
         ckpt_interval (int): Checkpoint every N iterations. Defaults to 2.
         seconds (float): :class:`PaceHook`'s sleep. Defaults to 0.
+        size (int): Samples of the dataset: with 2 ranks, an epoch is
+            ``size / 8`` iterations. Defaults to 48.
 
     Returns:
         Path: ``path``.
     """
     hooks = [dict(type='PaceHook', seconds=seconds)] if seconds else None
-    write_config(path, max_iters=max_iters, ckpt_interval=ckpt_interval,
-                 custom_hooks=hooks)
-    with open(path, 'a') as file:
-        file.write(
-            "custom_imports = dict(imports=['projects.mmdet3d_plugin', "
-            "'tests.helpers.fault_helpers', 'tests.helpers.slurm_toy'], "
-            'allow_failed_imports=False)\n')
-    return path
+    return write_config(
+        path, max_iters=max_iters, ckpt_interval=ckpt_interval,
+        custom_hooks=hooks, size=size,
+        extra="custom_imports = dict(imports=['projects.mmdet3d_plugin', "
+        "'tests.helpers.fault_helpers', 'tests.helpers.slurm_toy'], "
+        'allow_failed_imports=False)\n')

@@ -177,7 +177,8 @@ def test_preempted_job_requeues_and_resumes(slurm, reference, tmp_path,
     shell and every task; Slurm requeues). ``usr1``: what
     ``--signal=B:USR1@120`` sends before the time limit (the script
     forwards it to srun, and requeues the job on status 85)."""
-    config = write_paced_config(tmp_path / 'toy.py', MAX_ITERS, seconds=0.5)
+    # Preempted in the first epoch (6 iterations), resumed into the second.
+    config = write_paced_config(tmp_path / 'toy.py', MAX_ITERS, seconds=1.0)
     work = tmp_path / 'work'
     batch = tmp_path / 'train.sbatch'
     batch.write_text(SBATCH_SCRIPT.format(
