@@ -12,6 +12,7 @@ REGISTERED = [
     ('DATASETS', 'SafeNuScenesDataset'),
     ('METRICS', 'SafeNuScenesMetric'),
     ('HOOKS', 'DDPUnusedParamHook'),
+    ('HOOKS', 'StragglerHook'),
 ]
 
 

@@ -9,7 +9,10 @@ Example::
 ``--version v1.0-trainval`` writes the 850 official trainval scene names
 (the devkit's ``train`` / ``val`` select 700 / 150 of them) and
 ``--version v1.0-test`` the 150 test scenes, without annotations; keep them
-small with ``--keyframes-per-scene`` (1 or more). A bad argument prints
+small with ``--keyframes-per-scene`` (1 or more). ``--points-per-frame
+34720`` (the average of nuScenes' HDL-32E) writes key frames and sweeps of
+that many points, objects included, instead of about 2700 and 1000 (the
+default, unchanged). A bad argument prints
 one ``error:`` line and exits 1 (``--debug`` shows the traceback).
 """
 import argparse
@@ -42,12 +45,22 @@ def parse_args():
         default=SyntheticNuScenesConfig.samples_per_scene,
         help='key frames (samples) per scene; with 1, instances have no '
         'velocity (default: %(default)s)')
+    parser.add_argument(
+        '--points-per-frame',
+        type=int,
+        default=None,
+        metavar='N',
+        help='points of every LiDAR key frame and sweep, objects as dense '
+        'as their frame (34720: the nuScenes HDL-32E average; default: '
+        'about 2700 per key frame and 1000 per sweep)')
     add_debug_flag(parser)
     return parser.parse_args()
 
 
 def create_synthetic_nuscenes(args) -> int:
-    cfg = SyntheticNuScenesConfig(samples_per_scene=args.samples_per_scene)
+    cfg = SyntheticNuScenesConfig(
+        samples_per_scene=args.samples_per_scene,
+        points_per_frame=args.points_per_frame)
     root = generate_synthetic_nuscenes(args.out_dir, args.seed, args.version,
                                        cfg)
     print(f'Wrote {args.version} (seed {args.seed}) to {root}')

@@ -5,6 +5,10 @@
 # node). Without CUDA the processes train on CPU over gloo.
 # DOCTOR=1 runs tools/doctor.py on the config and the train.py args first,
 # and stops on a failure.
+# MAX_RESTARTS=N: when a rank fails, torchrun restarts all of them, up to N
+# times; each restart resumes by itself from the newest complete checkpoint
+# of the work dir and logs one line (attempt, file, iteration, iterations
+# lost).
 # When ranks fail, a root-cause report is printed last (tools/dist_run.py,
 # tools/failure_report.py) and saved as <work_dir>/failure_report.json.
 set -euo pipefail
@@ -15,6 +19,7 @@ NNODES=${NNODES:-1}
 NODE_RANK=${NODE_RANK:-0}
 PORT=${PORT:-29500}
 MASTER_ADDR=${MASTER_ADDR:-"127.0.0.1"}
+MAX_RESTARTS=${MAX_RESTARTS:-0}
 PYTHON=${PYTHON:-python}
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 
@@ -39,6 +44,7 @@ exec "$PYTHON" "$ROOT/tools/dist_run.py" \
     --master_addr="$MASTER_ADDR" \
     --nproc_per_node="$GPUS" \
     --master_port="$PORT" \
+    --max-restarts="$MAX_RESTARTS" \
     "$ROOT/tools/train.py" \
     "$CONFIG" \
     --launcher pytorch "${@:3}"

@@ -132,20 +132,37 @@ class KillSelfHook(Hook):
     Args:
         after_iter (int): 1-based iteration after which to signal.
         signame (str): Signal name. Defaults to 'SIGKILL'.
+        rank (int, optional): Only this rank signals. Defaults to None
+            (every rank).
+        first_attempt_only (bool): Only in a run that torchrun or Slurm did
+            not restart (no ``TORCHELASTIC_RESTART_COUNT`` /
+            ``SLURM_RESTART_COUNT`` above 0). Defaults to False.
     """
 
     priority = 'LOWEST'
 
-    def __init__(self, after_iter: int, signame: str = 'SIGKILL') -> None:
+    def __init__(self, after_iter: int, signame: str = 'SIGKILL',
+                 rank: Optional[int] = None,
+                 first_attempt_only: bool = False) -> None:
         self.after_iter = after_iter
         self.signum = getattr(signal, signame)
+        self.rank = rank
+        self.first_attempt_only = first_attempt_only
+
+    def _armed(self) -> bool:
+        if self.rank is not None and get_rank() != self.rank:
+            return False
+        restarted = any(
+            int(os.environ.get(name) or 0) > 0
+            for name in ('TORCHELASTIC_RESTART_COUNT', 'SLURM_RESTART_COUNT'))
+        return not (self.first_attempt_only and restarted)
 
     def after_train_iter(self,
                          runner,
                          batch_idx,
                          data_batch=None,
                          outputs=None) -> None:
-        if runner.iter + 1 == self.after_iter:
+        if runner.iter + 1 == self.after_iter and self._armed():
             os.kill(os.getpid(), self.signum)
 
 

@@ -9,19 +9,27 @@ from mmengine.runner import Runner
 
 from mmdet3d.registry import RUNNERS  # finds mmengine's runners too
 from ..compat.cpu_dist import init_cpu_dist
+from ..compat.restart_store import init_restart_safe_dist
 from ..datasets.forkserver import setup_forkserver_preload
 
 
 def setup_distributed(cfg: Config) -> None:
-    """Make ``launcher != 'none'`` work on machines without CUDA.
+    """Make ``launcher != 'none'`` work on machines without CUDA, and
+    torchrun's restarts everywhere (``compat.restart_store``).
 
     Starts a gloo process group (see :func:`compat.init_cpu_dist`) and wraps
     the model with ``CPUDistributedDataParallel``, keeping the config's
     ``find_unused_parameters`` and other wrapper settings.
     """
-    if cfg.launcher == 'none' or torch.cuda.is_available():
+    if cfg.launcher == 'none':
         return
     dist_cfg = cfg.get('env_cfg', {}).get('dist_cfg', {})
+    if torch.cuda.is_available():
+        if cfg.launcher == 'pytorch':
+            # Under torchrun: a store that restarts do not share.
+            init_restart_safe_dist(dist_cfg.get('backend', 'nccl'),
+                                   dist_cfg.get('timeout'))
+        return
     init_cpu_dist(timeout=dist_cfg.get('timeout'))
     wrapper = dict(cfg.get('model_wrapper_cfg') or {})
     wrapper_type = wrapper.get('type', 'MMDistributedDataParallel')

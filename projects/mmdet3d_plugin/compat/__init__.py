@@ -17,6 +17,9 @@ files of another package on disk or changes numpy or torch globally.
 6. ``nuscenes_class_names``: the devkit's ``DetectionConfig`` with
    ``class_names`` as a list, which pickles (nuscenes-devkit 1.2.0); the
    dataset and the metric hold it (not applied at import).
+7. ``restart_store``: process groups of a torchrun restart that do not
+   read the keys of the attempt before (applied by the launch code, not at
+   import).
 
 The upstream errors the plugin knows without working around them are rows
 of the cause table, ``diagnostics.causes.KNOWN_ERRORS``.

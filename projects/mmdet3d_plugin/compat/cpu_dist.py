@@ -16,6 +16,8 @@ from mmengine.logging import print_log
 from mmengine.model import MMDistributedDataParallel
 from mmengine.registry import MODEL_WRAPPERS
 
+from .restart_store import restart_safe_store, under_torchelastic
+
 
 # (rank, world size, local rank) variables of launchers other than torchrun.
 _LAUNCHER_ENV = (
@@ -59,6 +61,9 @@ def init_cpu_dist(backend: str = 'gloo', timeout: Optional[float] = None
     kwargs = {}
     if timeout is not None:
         kwargs['timeout'] = datetime.timedelta(seconds=timeout)
+    if under_torchelastic():
+        kwargs['store'] = restart_safe_store(int(env['RANK']),
+                                             int(env['WORLD_SIZE']))
     torch_dist.init_process_group(
         backend=backend,
         rank=int(env['RANK']),

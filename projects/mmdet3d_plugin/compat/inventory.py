@@ -71,6 +71,17 @@ OVERRIDES = (
         reviewed={'mmengine': '>=0.10.0,<=0.10.7'},
         at_import=True),
     Override(
+        name='restart_store',
+        where='compat/restart_store.py: restart_safe_store (used by '
+        'init_cpu_dist under torchrun)',
+        what='prefixes the process group store with the torchrun attempt, '
+        'so a restarted rank does not read the side groups of the attempt '
+        'before (stale peer addresses: connectFullMesh refused, or a hang)',
+        upstream='torch.distributed.rendezvous._create_c10d_store '
+        '(no per-attempt prefix); pytorch #135712',
+        remove_when='torchrun gives each attempt a store namespace of its own',
+        reviewed={'torch': '>=2.4,<2.14'}),
+    Override(
         name='spconv_cpu_backward',
         where='compat/spconv_cpu.py: let_spconv_train_on_cpu',
         what="replaces spconv.pytorch.ops.get_current_stream by one that "

@@ -6,14 +6,15 @@ the same path a user runs on a cluster, on a laptop CPU in minutes:
 1. generate the nuScenes-format dataset and mmdet3d's info files (once);
 2. train the small CenterPoint config with ``tools/dist_train.sh`` (torchrun,
    2 CPU processes over gloo), spawn DataLoader workers,
-   ``DDPUnusedParamHook`` and TensorBoard scalars (an accumulation preset
-   with ``accum``);
+   ``DDPUnusedParamHook``, ``StragglerHook`` and TensorBoard scalars (an
+   accumulation preset with ``accum``);
 3. evaluate the trained checkpoint, and the same model untrained, on
    ``mini_val`` through ``SafeNuScenesMetric``'s fast backend, and once
    more with nuscenes-devkit (``backend='devkit'``) to show the same
    numbers;
-4. print mAP, NDS, a per-class table and the unused-parameter summary;
-   save the loss curve, a bird's-eye view of one ``mini_val`` frame and
+4. print mAP, NDS, a per-class table, the unused-parameter summary and,
+   last, one line of what ``StragglerHook`` saw; save the loss curve, a
+   bird's-eye view of one ``mini_val`` frame and
    ``quickstart_summary.json``.
 """
 import contextlib
@@ -36,6 +37,8 @@ from ..constants import NUSCENES_CLASSES, REPO_ROOT
 from ..config.data_root import redirect_data_root
 from ..config.loading import load_config
 from ..dist.ports import free_port
+from ..engine.straggler import REPORT_FILE as RANK_TIMING_FILE
+from ..engine.straggler import summary_line
 from ..synthetic.writer import prepare_synthetic_nuscenes
 from .bev_figure import draw_bev, predict_frame
 
@@ -51,6 +54,8 @@ DEVKIT_PREFIX = 'NuScenes devkit/pred_instances_3d_NuScenes/'
 DEMO_ITERS = 450
 #: The mini_val sample drawn in bird's-eye view.
 BEV_SAMPLE = 0
+#: Iterations per StragglerHook window: the last report covers the last 50.
+STRAGGLER_INTERVAL = 50
 
 
 def _say(msg: str) -> None:
@@ -100,7 +105,8 @@ def write_job_config(work_dir: Path, data_root: Path, iters: Optional[int],
     """Write the job's config: the small CenterPoint config plus the extras.
 
     Shows the plugin's pieces composed the way a user writes them: a preset
-    by name, the unused-parameter hook, spawn workers, TensorBoard scalars.
+    by name, the unused-parameter and straggler hooks, spawn workers,
+    TensorBoard scalars.
     """
     loader = dict(num_workers=1, persistent_workers=True)
     overrides = {
@@ -109,7 +115,10 @@ def write_job_config(work_dir: Path, data_root: Path, iters: Optional[int],
             dict(type='LocalVisBackend'),
             dict(type='TensorboardVisBackend'),
         ]),
-        'custom_hooks': [dict(type='DDPUnusedParamHook')],
+        'custom_hooks': [
+            dict(type='DDPUnusedParamHook'),
+            dict(type='StragglerHook', interval=STRAGGLER_INTERVAL),
+        ],
         'env_cfg': dict(mp_cfg=dict(mp_start_method='spawn')),
         'train_dataloader': loader,
         'test_dataloader': loader,
@@ -282,7 +291,8 @@ def run_quickstart(work_dir: str,
 
     accumulation = f'grad_accum_x{accum}' if accum > 1 else 'no accumulation'
     _say(f'2/4 training with {gpus} processes (torchrun, gloo), spawn '
-         f'workers, {accumulation}, seed {seed}, DDPUnusedParamHook')
+         f'workers, {accumulation}, seed {seed}, DDPUnusedParamHook, '
+         'StragglerHook')
     config = write_job_config(work, Path(root), iters, accum, seed)
     train_distributed(config, work, gpus)
     checkpoint = (work / 'last_checkpoint').read_text().strip()
@@ -308,6 +318,9 @@ def run_quickstart(work_dir: str,
     unused_path = log_dir / 'unused_params.json'
     unused = json.loads(unused_path.read_text()) if unused_path.exists() \
         else {}
+    timing_path = log_dir / RANK_TIMING_FILE
+    timing = json.loads(timing_path.read_text()) if timing_path.exists() \
+        else None
     iters_done = json.loads(
         (log_dir / 'vis_data' / 'scalars.json').read_text().splitlines()[-1]
     ).get('step', n_points)
@@ -323,6 +336,9 @@ def run_quickstart(work_dir: str,
         unused_on_all_ranks=unused.get('unused_on_all_ranks', []),
         unused_on_some_ranks=unused.get('unused_on_some_ranks', {}),
         recommendation=unused.get('recommendation'),
+        straggler=None if timing is None else dict(
+            slowest_rank=timing['slowest_rank'], bound=timing['bound'],
+            report=str(timing_path)),
         checkpoint=checkpoint,
         log_dir=str(log_dir),
         loss_curve=str(work / 'loss_curve.png'),
@@ -354,4 +370,14 @@ def run_quickstart(work_dir: str,
     print(f'tensorboard: {log_dir / "vis_data"} (tensorboard --logdir)')
     print(f'summary    : {work / "quickstart_summary.json"}')
     print(f'wall time  : {summary["wall_seconds"]} s')
+    print(straggler_line(timing))
     return summary
+
+
+def straggler_line(timing: Optional[dict]) -> str:
+    """The demo's last line: what ``StragglerHook`` saw in the last
+    window (its ``rank_timing.json``, or None when there is none)."""
+    if timing is None:
+        return f'StragglerHook: no {RANK_TIMING_FILE} in the run\'s log dir'
+    first, last = timing['iterations']
+    return f'{summary_line(timing)} [iterations {first}-{last}]'

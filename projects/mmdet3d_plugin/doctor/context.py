@@ -123,6 +123,8 @@ class DoctorOptions:
             None.
         auto_scale_lr (bool): tools/train.py's ``--auto-scale-lr``.
             Defaults to False.
+        step_time (float, optional): Seconds of one training step, for
+            ``data.throughput``. Defaults to None (assumed).
     """
     config: str
     iters: int = 3
@@ -135,6 +137,12 @@ class DoctorOptions:
     amp: Optional[str] = None
     accum: Optional[int] = None
     auto_scale_lr: bool = False
+    step_time: Optional[float] = None
+
+    @property
+    def procs_per_node(self) -> int:
+        """Training processes (GPUs) on one node."""
+        return max(self.world_size // max(int(self.nnodes), 1), 1)
 
     @property
     def uses_ddp(self) -> bool:

@@ -13,7 +13,9 @@ it starts), the checks that otherwise fail hours into a distributed job:
 - data: the train and val datasets build and pickle for the start method
   (offending attribute paths named), a real DataLoader delivers its first
   batch, and free ``/dev/shm`` and host RAM hold what the node's workers
-  need, from that batch's bytes and the workers' measured memory;
+  need, from that batch's bytes and the workers' measured memory, and
+  the workers deliver the samples a step consumes (a few samples timed
+  per transform, as ``tools/profile_pipeline.py`` does);
 - model: the Runner builds, N train iterations run, and parameters unused
   in all or some iterations are named with the ``find_unused_parameters``
   setting DDP needs;
@@ -53,7 +55,8 @@ from ..cli.parsers import train_parser
 from ..config.loading import add_cfg_options
 from ..config.presets import add_train_flags
 from .checks import config as cfg_
-from .checks import data, dist, env, memory, model, optim, types
+from .checks import (data, dist, env, memory, model, optim, throughput,
+                     types)
 from .context import (CheckResult, DoctorContext, DoctorOptions, FAIL, PASS,
                       WARN)
 
@@ -180,6 +183,8 @@ def _checks() -> List:
          ('dataset.train', 'start_method'), ('train_iterator', )),
         ('data.shm', memory.check_shm, ('train_iterator', ), ()),
         ('data.host_ram', memory.check_host_ram, ('train_iterator', ), ()),
+        ('data.throughput', throughput.check_throughput,
+         ('dataset.train', 'train_iterator'), ()),
         ('model.build', model.check_build, cfg, ('runner', )),
         ('optim.bf16_speed', optim.check_bf16_speed, ('runner', ),
          ('bf16_emulated', )),
@@ -239,7 +244,8 @@ def run_doctor(config: str,
                verbose: bool = False,
                amp: Optional[str] = None,
                accum: Optional[int] = None,
-               auto_scale_lr: bool = False) -> DoctorReport:
+               auto_scale_lr: bool = False,
+               step_time: Optional[float] = None) -> DoctorReport:
     """Run every check on ``config`` in this process.
 
     Args:
@@ -262,6 +268,9 @@ def run_doctor(config: str,
             None (the config's accumulation).
         auto_scale_lr (bool): ``--auto-scale-lr`` of tools/train.py.
             Defaults to False.
+        step_time (float, optional): Seconds of one training step, for
+            ``data.throughput``. Defaults to None (an assumed GPU time per
+            sample).
 
     Returns:
         DoctorReport: The checklist.
@@ -274,6 +283,12 @@ def run_doctor(config: str,
             raise ValueError(
                 f'doctor: {name} must be an integer >= {minimum}, got '
                 f'{value!r}')
+    if step_time is not None and (
+            isinstance(step_time, bool)
+            or not isinstance(step_time, (int, float)) or step_time <= 0):
+        raise ValueError(
+            f'doctor: step_time must be a number of seconds > 0, got '
+            f'{step_time!r}')
     if launcher not in LAUNCHERS:
         raise ValueError(
             f'doctor: launcher must be one of {LAUNCHERS}, got {launcher!r}')
@@ -288,7 +303,8 @@ def run_doctor(config: str,
         verbose=verbose,
         amp=amp,
         accum=accum,
-        auto_scale_lr=auto_scale_lr)
+        auto_scale_lr=auto_scale_lr,
+        step_time=step_time)
     start = time.perf_counter()
     start_method = multiprocessing.get_start_method(allow_none=True)
     with tempfile.TemporaryDirectory(prefix='doctor_') as tmp_dir, \
@@ -341,6 +357,10 @@ def doctor_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         '--data-root', metavar='DIR',
         help='point every dataset and evaluator at this data root')
+    parser.add_argument(
+        '--step-time', type=float, default=None, metavar='S',
+        help='seconds of one training step, for data.throughput (default: '
+        'the batch size x an assumed GPU time per sample)')
     parser.add_argument(
         '--verbose', action='store_true',
         help='show the INFO logs and warnings of the libraries')
@@ -406,7 +426,8 @@ def run_from_args(args: argparse.Namespace) -> int:
         verbose=args.verbose,
         amp=args.amp,
         accum=args.accum,
-        auto_scale_lr=args.auto_scale_lr)
+        auto_scale_lr=args.auto_scale_lr,
+        step_time=args.step_time)
     print(report.format(), flush=True)
     if args.json:
         directory = os.path.dirname(os.path.abspath(args.json))

@@ -1,5 +1,5 @@
 """Sensor data of a simulated scene: LiDAR frames and camera images."""
-from typing import Tuple
+from typing import List, Tuple
 
 import cv2
 import numpy as np
@@ -15,25 +15,47 @@ def _ring(xyz: np.ndarray) -> np.ndarray:
     return np.clip(np.round((elev - BEAM_ELEVATIONS_DEG[0]) / 1.33), 0, 31)
 
 
-def _box_surface_points(rng: np.random.Generator, center: np.ndarray,
-                        lwh: np.ndarray, yaw: float, n_per_area: float,
-                        n_min: int, n_max: int) -> np.ndarray:
-    """Points on the box faces that face the sensor at the origin."""
-    rot = _rot_z(yaw)
-    sensor = rot.T @ (-center)  # sensor in the box frame
+#: Points on one object at the default density: fewest and most.
+OBJECT_POINTS = (12, 400)
+
+
+def _visible_faces(center: np.ndarray, lwh: np.ndarray, yaw: float) -> list:
+    """``(axis, sign, area)`` of the box faces that face the sensor at the
+    origin."""
+    sensor = _rot_z(yaw).T @ (-center)  # sensor in the box frame
     half = lwh / 2
-    faces = []  # (axis, sign, area)
+    faces = []
     for axis in range(3):
         other = [a for a in range(3) if a != axis]
         area = lwh[other[0]] * lwh[other[1]]
         for sign in (-1.0, 1.0):
             if sign * sensor[axis] > half[axis]:
                 faces.append((axis, sign, area))
+    return faces
+
+
+def _box_point_count(center: np.ndarray, lwh: np.ndarray, yaw: float,
+                     n_per_area: float) -> int:
+    """Points on a box at the default density: ``n_per_area`` per square
+    metre of visible surface at 1 m, divided by the distance, within
+    :data:`OBJECT_POINTS`; 0 if no face faces the sensor."""
+    faces = _visible_faces(center, lwh, yaw)
     if not faces:
-        return np.zeros((0, 3))
+        return 0
     areas = np.array([f[2] for f in faces])
     dist = max(float(np.hypot(center[0], center[1])), 4.0)
-    n = int(np.clip(n_per_area * areas.sum() / dist, n_min, n_max))
+    return int(np.clip(n_per_area * areas.sum() / dist, *OBJECT_POINTS))
+
+
+def _box_surface_points(rng: np.random.Generator, center: np.ndarray,
+                        lwh: np.ndarray, yaw: float, n: int) -> np.ndarray:
+    """``n`` points on the box faces that face the sensor at the origin."""
+    faces = _visible_faces(center, lwh, yaw)
+    if not faces:
+        return np.zeros((0, 3))
+    rot = _rot_z(yaw)
+    half = lwh / 2
+    areas = np.array([f[2] for f in faces])
     counts = rng.multinomial(n, areas / areas.sum())
     shrink = 0.97
     out = []
@@ -49,38 +71,30 @@ def _box_surface_points(rng: np.random.Generator, center: np.ndarray,
     return local @ rot.T + center
 
 
-def render_lidar_frame(rng: np.random.Generator, scene: Scene, t: float,
-                       cfg: SyntheticNuScenesConfig,
-                       keep_fraction: float) -> Tuple[np.ndarray, list]:
-    """One LiDAR frame in the sensor frame, and the boxes present in it.
-
-    Returns:
-        tuple: ``(points (N, 5) float32, [(object, centre, lwh, yaw), ...])``
-        with boxes in the sensor frame.
-    """
-    ego2global = scene.ego.ego2global(t)
-    lidar2ego = _transform(_rot_z(LIDAR_YAW), np.array(LIDAR_TRANSLATION))
-    global2lidar = _rigid_inverse(ego2global @ lidar2ego)
-    lidar_yaw_global = scene.ego.pose(t)[1] + LIDAR_YAW
-
-    boxes = []
-    for obj in scene.objects:
-        if not scene.present(obj, t):
-            continue
-        c = _apply(global2lidar, obj.center(t)[None])[0]
-        yaw = float(_wrap_angle(obj.yaw - lidar_yaw_global))
-        lwh = obj.wlh[[1, 0, 2]]
-        boxes.append((obj, c, lwh, yaw))
-
-    # Ground: one ring per beam that reaches the ground within 70 m.
-    parts, intens, rings = [], [], []
+def _ground_rings() -> List[Tuple[int, float]]:
+    """``(ring, radius)`` of the beams that reach the ground within 70 m."""
+    rings = []
     for ring_id, elev in enumerate(BEAM_ELEVATIONS_DEG):
         if elev > -1.6:
             break
         r = LIDAR_HEIGHT / np.tan(np.radians(-elev))
-        if r > 70:
-            continue
-        n = cfg.ground_points_per_ring
+        if r <= 70:
+            rings.append((ring_id, r))
+    return rings
+
+
+def _background(rng: np.random.Generator, scene: Scene, t: float,
+                boxes: list, ring_points: int, clutter_points: int):
+    """Ground and clutter points in the sensor frame, none inside a box:
+    ``(xyz, intensity, ring)``."""
+    ego2global = scene.ego.ego2global(t)
+    lidar2ego = _transform(_rot_z(LIDAR_YAW), np.array(LIDAR_TRANSLATION))
+    global2lidar = _rigid_inverse(ego2global @ lidar2ego)
+
+    # Ground: one ring per beam that reaches the ground within 70 m.
+    parts, intens, rings = [], [], []
+    for ring_id, r in _ground_rings():
+        n = ring_points
         az = rng.uniform(-np.pi, np.pi, size=n)
         rr = r * (1 + rng.normal(0, 0.01, size=n))
         pts = np.stack([
@@ -95,7 +109,7 @@ def render_lidar_frame(rng: np.random.Generator, scene: Scene, t: float,
     bg_ring = [np.concatenate(rings)]
 
     # Clutter: walls and poles, sampled in the global frame.
-    n_wall = cfg.clutter_points // 2
+    n_wall = clutter_points // 2
     sensor_global = (ego2global @ lidar2ego)[:3, 3]
     w = scene.walls[rng.integers(0, len(scene.walls), size=n_wall)]
     u = rng.uniform(0, 1, size=n_wall)
@@ -103,7 +117,7 @@ def render_lidar_frame(rng: np.random.Generator, scene: Scene, t: float,
         w[:, 0] + u * (w[:, 2] - w[:, 0]), w[:, 1] + u * (w[:, 3] - w[:, 1]),
         rng.uniform(0, 1, size=n_wall) * w[:, 4]
     ], 1)
-    n_pole = cfg.clutter_points - n_wall if len(scene.poles) else 0
+    n_pole = clutter_points - n_wall if len(scene.poles) else 0
     p = scene.poles[rng.integers(0, max(len(scene.poles), 1), size=n_pole)]
     to_sensor = sensor_global[None, :2] - p[:, :2]
     ang = np.arctan2(to_sensor[:, 1], to_sensor[:, 0]) + rng.uniform(
@@ -127,11 +141,86 @@ def render_lidar_frame(rng: np.random.Generator, scene: Scene, t: float,
                                  np.array([b[3] for b in boxes])).any(1)
         keep = ~inside
         bg, bg_int, bg_ring = bg[keep], bg_int[keep], bg_ring[keep]
+    return bg, bg_int, bg_ring
+
+
+def _dense_background(rng: np.random.Generator, scene: Scene, t: float,
+                      boxes: list, cfg: SyntheticNuScenesConfig, scale: float,
+                      wanted: int):
+    """Exactly ``wanted`` background points at ``scale`` times the default
+    density: drawn with a margin, then a random subset."""
+    if wanted < 1:
+        raise RuntimeError(
+            f'render_lidar_frame: points_per_frame={cfg.points_per_frame} '
+            'leaves no room for the ground next to the objects; raise it.')
+    margin = 1.25
+    while True:
+        bg, bg_int, bg_ring = _background(
+            rng, scene, t, boxes,
+            int(np.ceil(cfg.ground_points_per_ring * scale * margin)),
+            int(np.ceil(cfg.clutter_points * scale * margin)))
+        if len(bg) >= wanted:
+            break
+        margin *= 1.5
+    keep = np.sort(rng.choice(len(bg), wanted, replace=False))
+    return bg[keep], bg_int[keep], bg_ring[keep]
+
+
+def render_lidar_frame(rng: np.random.Generator, scene: Scene, t: float,
+                       cfg: SyntheticNuScenesConfig,
+                       keep_fraction: float) -> Tuple[np.ndarray, list]:
+    """One LiDAR frame in the sensor frame, and the boxes present in it.
+
+    With ``cfg.points_per_frame`` unset, the frame holds
+    ``cfg.ground_points_per_ring`` points per ground ring,
+    ``cfg.clutter_points`` wall and pole points and each object's points
+    (see :func:`_box_point_count`), a random ``keep_fraction`` of them
+    kept. With ``points_per_frame`` N, ``keep_fraction`` is not used and
+    the frame holds exactly N points: each object ``s`` times its default
+    count (at least 12), where ``s`` is N over this frame's default count,
+    and the ground and clutter the rest.
+
+    Returns:
+        tuple: ``(points (N, 5) float32, [(object, centre, lwh, yaw), ...])``
+        with boxes in the sensor frame.
+    """
+    ego2global = scene.ego.ego2global(t)
+    lidar2ego = _transform(_rot_z(LIDAR_YAW), np.array(LIDAR_TRANSLATION))
+    global2lidar = _rigid_inverse(ego2global @ lidar2ego)
+    lidar_yaw_global = scene.ego.pose(t)[1] + LIDAR_YAW
+
+    boxes = []
+    for obj in scene.objects:
+        if not scene.present(obj, t):
+            continue
+        c = _apply(global2lidar, obj.center(t)[None])[0]
+        yaw = float(_wrap_angle(obj.yaw - lidar_yaw_global))
+        lwh = obj.wlh[[1, 0, 2]]
+        boxes.append((obj, c, lwh, yaw))
+    counts = [
+        _box_point_count(c, lwh, yaw, cfg.object_point_density)
+        for _, c, lwh, yaw in boxes
+    ]
+
+    if cfg.points_per_frame is None:
+        bg, bg_int, bg_ring = _background(rng, scene, t, boxes,
+                                          cfg.ground_points_per_ring,
+                                          cfg.clutter_points)
+    else:
+        default = len(_ground_rings()) * cfg.ground_points_per_ring + \
+            cfg.clutter_points + sum(counts)
+        scale = cfg.points_per_frame / default
+        counts = [
+            max(OBJECT_POINTS[0], int(round(n * scale))) if n else 0
+            for n in counts
+        ]
+        bg, bg_int, bg_ring = _dense_background(
+            rng, scene, t, boxes, cfg, scale,
+            cfg.points_per_frame - sum(counts))
 
     obj_pts, obj_int = [], []
-    for obj, c, lwh, yaw in boxes:
-        pts = _box_surface_points(rng, c, lwh, yaw, cfg.object_point_density,
-                                  12, 400)
+    for (obj, c, lwh, yaw), n in zip(boxes, counts):
+        pts = _box_surface_points(rng, c, lwh, yaw, n)
         obj_pts.append(pts)
         obj_int.append(obj.intensity + rng.normal(0, 4, size=len(pts)))
     if obj_pts:
@@ -143,7 +232,7 @@ def render_lidar_frame(rng: np.random.Generator, scene: Scene, t: float,
         xyz, inten, ring = bg, bg_int, bg_ring
     points = np.concatenate(
         [xyz, np.clip(inten, 0, 255)[:, None], ring[:, None]], 1)
-    if keep_fraction < 1:
+    if cfg.points_per_frame is None and keep_fraction < 1:
         points = points[rng.random(len(points)) < keep_fraction]
     return points.astype(np.float32), boxes
 

@@ -144,6 +144,9 @@ CAMERAS = (
 _CAM_AXES = np.array([[0., 0., 1.], [-1., 0., 0.], [0., -1., 0.]])
 
 KEYFRAME_INTERVAL_US = 500_000  # key frames at 2 Hz, as in nuScenes
+#: Fewest ``points_per_frame``: below, the objects' points would crowd out
+#: the ground.
+MIN_POINTS_PER_FRAME = 1000
 
 
 @dataclass
@@ -169,6 +172,14 @@ class SyntheticNuScenesConfig:
         max_objects (int): Most objects per scene. Defaults to 24.
         image_size (tuple): Camera image ``(width, height)``. Defaults to
             ``(160, 90)``.
+        points_per_frame (int, optional): Points of every LiDAR frame, key
+            frames and sweeps alike (``sweep_point_fraction`` is then not
+            used): 34720 is the average of nuScenes' HDL-32E. Ground,
+            clutter and the points on each object scale together (see
+            :func:`.render.render_lidar_frame`), so the objects of the
+            ground-truth database are as dense as their scene. Defaults to
+            None: the knobs above, about 2700 points per key frame, and
+            the same bytes as before this option existed.
     """
     samples_per_scene: int = 10
     sweeps_per_sample: int = 9
@@ -179,6 +190,7 @@ class SyntheticNuScenesConfig:
     min_objects: int = 16
     max_objects: int = 24
     image_size: Tuple[int, int] = field(default=(160, 90))
+    points_per_frame: Optional[int] = None
 
     def __post_init__(self):
         if self.samples_per_scene < 1:
@@ -201,6 +213,13 @@ class SyntheticNuScenesConfig:
                 '(every scene holds every class); got '
                 f'min_objects={self.min_objects}, '
                 f'max_objects={self.max_objects}.')
+        ppf = self.points_per_frame
+        if ppf is not None and (isinstance(ppf, bool) or not isinstance(
+                ppf, int) or ppf < MIN_POINTS_PER_FRAME):
+            raise ValueError(
+                'SyntheticNuScenesConfig: points_per_frame must be None or '
+                f'an int >= {MIN_POINTS_PER_FRAME} (34720 is nuScenes\' '
+                f'average); got {ppf!r}.')
 
 
 # ----------------------------------------------------------------------------

@@ -24,6 +24,10 @@ attribute valid for its class, a visibility, ``num_lidar_pts`` (the key
 frame's points in its box, at least 12) and ``num_radar_pts``. Tokens are
 MD5 hashes of the seed and the record's identity and all randomness comes
 from one seeded generator, so the same seed gives byte-identical files.
+With ``points_per_frame`` set (nuScenes density: 34720), every LiDAR frame
+holds that many points, from a second generator: the drives, objects,
+tokens and annotations are those of the default, and only the points and
+``num_lidar_pts`` differ.
 
 :func:`prepare_synthetic_nuscenes` generates the dataset when missing and
 runs mmdet3d's converter (:mod:`.converter`) when the info files are
@@ -36,7 +40,7 @@ import json
 import os
 import shutil
 import tempfile
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Dict, Iterator, List, Optional, Union
 
@@ -94,6 +98,11 @@ class _Writer:
         self.cfg = cfg
         self.annotated = annotated
         self.rng = np.random.default_rng(seed)
+        # Dense frames (cfg.points_per_frame) draw from their own stream;
+        # self.rng draws what it draws for the default frames, so the
+        # drives, objects and annotations are those of the default.
+        self.point_rng = np.random.default_rng((seed, 1))
+        self.default_cfg = replace(cfg, points_per_frame=None)
         self.tok = _Tokens(seed)
         self.tables: Dict[str, list] = {name: [] for name in TABLES}
         self.cams = camera_calibrations(cfg)
@@ -228,8 +237,11 @@ class _Writer:
             ts = scene.timestamp_us(i)
             is_key = i in key_index
             points, boxes = render_lidar_frame(
-                self.rng, scene, float(t), cfg,
+                self.rng, scene, float(t), self.default_cfg,
                 1.0 if is_key else cfg.sweep_point_fraction)
+            if cfg.points_per_frame is not None:
+                points, boxes = render_lidar_frame(self.point_rng, scene,
+                                                   float(t), cfg, 1.0)
             folder = 'samples' if is_key else 'sweeps'
             filename = f'{folder}/LIDAR_TOP/{logfile}__LIDAR_TOP__{ts}.pcd.bin'
             _write_bytes(self.out / filename, points.tobytes())
@@ -352,11 +364,12 @@ class _Writer:
 
 
 def _marker(seed: int, version: str, cfg: SyntheticNuScenesConfig) -> dict:
+    config = json.loads(json.dumps(asdict(cfg)))
+    if config['points_per_frame'] is None:
+        # The marker of the default, as written before the option existed.
+        del config['points_per_frame']
     return dict(
-        generator=GENERATOR,
-        seed=int(seed),
-        version=version,
-        config=json.loads(json.dumps(asdict(cfg))))
+        generator=GENERATOR, seed=int(seed), version=version, config=config)
 
 
 def generate_synthetic_nuscenes(
@@ -370,7 +383,8 @@ def generate_synthetic_nuscenes(
     temporary name renamed into place, so its presence marks a complete
     dataset. With the default config, ``v1.0-mini`` holds 10 scenes of 10
     key frames (100 samples, about 16 annotations each), 910 sweeps and 600
-    images: about 31 MB. ``v1.0-trainval`` has 850 scenes and
+    images: about 31 MB (with ``config.points_per_frame=34720``, nuScenes'
+    density, about 700 MB). ``v1.0-trainval`` has 850 scenes and
     ``v1.0-test`` 150 (without annotations); keep them small with
     ``config.samples_per_scene``.
 

@@ -9,7 +9,8 @@ DATASET_TYPE = 'mmdet3d.SeededDataset'
 _KEPT = {False: ('shuffle', 'seed', 'round_up'), True: ('shuffle', 'seed')}
 
 
-def resumable_dataloader(dataloader: dict) -> Tuple[dict, Optional[str]]:
+def resumable_dataloader(dataloader: dict,
+                         stream: bool = False) -> Tuple[dict, Optional[str]]:
     """``dataloader`` with :class:`ResumableSampler` and
     :class:`SeededDataset` in place of mmengine's sampler.
 
@@ -19,6 +20,9 @@ def resumable_dataloader(dataloader: dict) -> Tuple[dict, Optional[str]]:
 
     Args:
         dataloader (dict): A ``train_dataloader`` config.
+        stream (bool): For an iteration-based loop: the sampler never ends
+            (a ``DefaultSampler`` there reshuffles at each pass, as it
+            would, without the DataLoader restarting). Defaults to False.
 
     Returns:
         tuple[dict, str | None]: The new config, and None; or the input
@@ -28,8 +32,10 @@ def resumable_dataloader(dataloader: dict) -> Tuple[dict, Optional[str]]:
     kind = sampler.get('type')
     if kind in ('ResumableSampler', SAMPLER_TYPE):
         new = copy.deepcopy(dataloader)
+        if stream:
+            new['sampler']['infinite'] = True
     elif isinstance(kind, (str, type)) and kind in REPLACEABLE_SAMPLERS:
-        infinite = REPLACEABLE_SAMPLERS[kind]
+        infinite = stream or REPLACEABLE_SAMPLERS[kind]
         kept = {k: sampler[k] for k in _KEPT[infinite] if k in sampler}
         new = copy.deepcopy(dataloader)
         new['sampler'] = dict(type=SAMPLER_TYPE, infinite=infinite, **kept)

@@ -6,8 +6,10 @@ from .atomic_checkpoint_hook import AtomicCheckpointHook
 from .ddp_unused_param_hook import DDPUnusedParamHook
 from .dist_watchdog_hook import DistWatchdogHook
 from .preemption_hook import PreemptionHook
+from .straggler_hook import StragglerHook
 
 __all__ = [
     'AccumulationResumeHook', 'AtomicCheckpointHook', 'DDPUnusedParamHook',
-    'DistWatchdogHook', 'PreemptionHook', 'use_atomic_checkpoints'
+    'DistWatchdogHook', 'PreemptionHook', 'StragglerHook',
+    'use_atomic_checkpoints'
 ]

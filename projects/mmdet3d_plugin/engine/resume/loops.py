@@ -33,7 +33,7 @@ from .data_position_hook import DataPositionHook
 from .position import DataPosition, first_batch_index, position_from_iters
 
 
-def _resumable(dataloader):
+def _resumable(dataloader, stream: bool = False):
     if not isinstance(dataloader, dict):
         print_log(
             'exact resume: the train dataloader was built before the loop, '
@@ -41,7 +41,7 @@ def _resumable(dataloader):
             'Fix: give the loop the dataloader config', logger='current',
             level=logging.WARNING)
         return dataloader
-    new, problem = resumable_dataloader(dataloader)
+    new, problem = resumable_dataloader(dataloader, stream=stream)
     if problem is not None:
         print_log(f'exact resume: {problem}', logger='current',
                   level=logging.WARNING)
@@ -175,11 +175,15 @@ class ResumableIterBasedTrainLoop(_ResumableLoop, IterBasedTrainLoop):
     skips (see the module docstring); the same arguments.
 
     The dataloader's iterator is made when training starts, once the
-    resume position is known, not when the loop is built.
+    resume position is known, not when the loop is built. A
+    ``DefaultSampler`` becomes a never-ending ``ResumableSampler``: the
+    passes over the data follow one another as before (each reshuffled),
+    without mmengine restarting the DataLoader (and its 2 s pause) at each.
     """
 
     def __init__(self, runner, dataloader, *args, **kwargs) -> None:
-        super().__init__(runner, _resumable(dataloader), *args, **kwargs)
+        super().__init__(runner, _resumable(dataloader, stream=True), *args,
+                         **kwargs)
         self._init_position(stream=True)
 
     def run(self):

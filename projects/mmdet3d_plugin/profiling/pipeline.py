@@ -1,0 +1,175 @@
+"""``tools/profile_pipeline.py``: where a config's train samples spend
+their time, and how many workers feed a GPU.
+
+Builds the config's train dataset as tools/train.py does (real mmdet3d
+transforms, ``--data-root`` and ``--cfg-options`` applied), then measures,
+as one DataLoader worker on one core:
+
+- each transform's milliseconds per sample in steady state, warm-up
+  samples excluded (:mod:`.steady`);
+- a fresh worker's start-up to its first sample, in a new process, numba
+  compilation of ``ObjectSample``'s collision kernels included
+  (:mod:`.worker_start`);
+- samples per second per worker, and the ``num_workers`` per GPU that
+  feed a step of ``--step-time`` seconds (:mod:`.feed`).
+
+The doctor's ``data.throughput`` check runs the same measurement, shorter.
+"""
+import argparse
+import contextlib
+import json
+import logging
+import os
+import time
+from typing import Dict, Iterator, Optional
+
+from mmengine.logging import MMLogger
+
+from ..cli.errors import add_debug_flag
+from ..config.loading import add_cfg_options
+from .dataset import build_train_dataset
+from .feed import ASSUMED_GPU_S_PER_SAMPLE, estimate_feed
+from .report import PipelineProfile
+from .steady import measure_steady_state
+from .worker_start import measure_fresh_worker
+
+
+def dataset_name(dataset) -> str:
+    """``CBGSDataset of SafeNuScenesDataset``."""
+    names = [type(dataset).__name__]
+    inner = getattr(dataset, 'dataset', None)
+    while inner is not None and len(names) < 4:
+        names.append(type(inner).__name__)
+        inner = getattr(inner, 'dataset', None)
+    return ' of '.join(names)
+
+
+def loader_settings(cfg) -> tuple:
+    """``(batch_size, num_workers)`` of ``train_dataloader``."""
+    loader = cfg.get('train_dataloader') or {}
+    return int(loader.get('batch_size', 1) or 1), int(
+        loader.get('num_workers', 0) or 0)
+
+
+def profile_pipeline(config: str,
+                     data_root: Optional[str] = None,
+                     cfg_options: Optional[Dict] = None,
+                     samples: int = 20,
+                     warmup: int = 2,
+                     workers: Optional[int] = None,
+                     step_time: Optional[float] = None,
+                     fresh_worker: bool = True) -> PipelineProfile:
+    """Profile the train pipeline of ``config``.
+
+    Args:
+        config (str): Config file.
+        data_root (str, optional): ``--data-root``. Defaults to None.
+        cfg_options (dict, optional): ``--cfg-options``. Defaults to None.
+        samples (int): Samples measured in steady state. Defaults to 20.
+        warmup (int): Samples loaded first, not measured. Defaults to 2.
+        workers (int, optional): Workers per GPU to judge. Defaults to
+            None: the config's ``train_dataloader.num_workers``.
+        step_time (float, optional): Seconds of one training step.
+            Defaults to None (see :func:`.feed.estimate_feed`).
+        fresh_worker (bool): Also time a fresh worker's start-up in a new
+            process. Defaults to True.
+
+    Returns:
+        PipelineProfile: The measurements.
+
+    Examples:
+        >>> profile = profile_pipeline(
+        ...     'configs/centerpoint/centerpoint_pillar02_second_secfpn_'
+        ...     '8xb4-cyclic-20e_nus-3d.py', data_root='data/nus_dense',
+        ...     samples=20, step_time=0.25)
+        >>> print(profile.format())
+    """
+    cfg, dataset = build_train_dataset(config, data_root, cfg_options)
+    steady = measure_steady_state(dataset, samples=samples, warmup=warmup)
+    batch_size, configured = loader_settings(cfg)
+    feed = estimate_feed(steady.ms_per_sample, batch_size,
+                         configured if workers is None else workers,
+                         step_time)
+    worker = measure_fresh_worker(config, data_root, cfg_options) \
+        if fresh_worker else None
+    return PipelineProfile(config, data_root, dataset_name(dataset), steady,
+                           feed, worker)
+
+
+def profile_parser() -> argparse.ArgumentParser:
+    """Flags of ``tools/profile_pipeline.py``."""
+    parser = argparse.ArgumentParser(
+        description='Time each transform of a config\'s train pipeline as '
+        'one DataLoader worker on one core, a fresh worker\'s start-up, '
+        'and the num_workers per GPU that feed a training step.')
+    parser.add_argument('config', help='train config file path')
+    parser.add_argument(
+        '--data-root', metavar='DIR',
+        help='point every dataset and the GT database at this data root')
+    parser.add_argument(
+        '--samples', type=int, default=20,
+        help='samples measured in steady state (default: %(default)s)')
+    parser.add_argument(
+        '--warmup', type=int, default=2,
+        help='samples loaded first and not measured (default: '
+        '%(default)s)')
+    parser.add_argument(
+        '--workers', type=int, default=None, metavar='K',
+        help='workers per GPU to judge (default: the config\'s '
+        'train_dataloader.num_workers)')
+    parser.add_argument(
+        '--step-time', type=float, default=None, metavar='S',
+        help='seconds of one training step (default: batch size x '
+        f'{ASSUMED_GPU_S_PER_SAMPLE} s, an assumed GPU time per sample)')
+    parser.add_argument(
+        '--no-fresh-worker', dest='fresh_worker', action='store_false',
+        help='skip the fresh worker\'s start-up (a new process)')
+    add_cfg_options(parser)
+    parser.add_argument(
+        '--json', metavar='OUT', help='also write the profile as JSON')
+    parser.add_argument(
+        '--verbose', action='store_true',
+        help='show the INFO logs of building the dataset')
+    add_debug_flag(parser)
+    return parser
+
+
+@contextlib.contextmanager
+def _quiet_logs(quiet: bool) -> Iterator[None]:
+    """A current mmengine logger that prints errors only (the INFO tables
+    of the dataset and the GT database would bury the profile); INFO
+    again afterwards, as mmengine's default logger is."""
+    if not quiet:
+        yield
+        return
+    logger = MMLogger.get_instance(
+        f'profile_pipeline_{os.getpid()}_{time.monotonic_ns()}',
+        log_level='ERROR')
+    try:
+        yield
+    finally:
+        logger.setLevel(logging.INFO)
+        for handler in logger.handlers:
+            handler.setLevel(logging.INFO)
+
+
+def run_from_args(args: argparse.Namespace) -> int:
+    """Profile with parsed flags, print the table, write ``--json``."""
+    if args.workers is not None and args.workers < 0:
+        raise ValueError('tools/profile_pipeline.py: --workers must be >= '
+                         f'0; got {args.workers}.')
+    with _quiet_logs(not args.verbose):
+        profile = profile_pipeline(
+            args.config, data_root=args.data_root,
+            cfg_options=args.cfg_options, samples=args.samples,
+            warmup=args.warmup, workers=args.workers,
+            step_time=args.step_time, fresh_worker=args.fresh_worker)
+    print(profile.format(), flush=True)
+    if args.json:
+        directory = os.path.dirname(os.path.abspath(args.json))
+        os.makedirs(directory, exist_ok=True)
+        with open(args.json, 'w') as f:
+            json.dump(profile.to_json(), f, indent=2)
+            f.write('\n')
+        print(f'wrote {args.json}')
+    return 0
