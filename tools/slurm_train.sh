@@ -64,9 +64,13 @@ export PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}"
 # $LOG_DIR/<rank>/; after srun, tools/failure_report.py explains a failure.
 LOG_DIR="${FAILURE_LOG_DIR:-$WORK_DIR/error_files/$(date +%Y%m%d_%H%M%S)_$$}"
 mkdir -p "$LOG_DIR"
-# Run inside each task: its own error file, then the command.
+# Run inside each task: its own error file, then the command, whose exit
+# status goes to $LOG_DIR/<rank>/exit_status: --kill-on-bad-exit ends the
+# ranks still exiting when the first one exits 85, and srun then reports
+# their 143. (The shell waits for the command on SIGTERM / SIGUSR1, which
+# reach the command too.)
 # shellcheck disable=SC2016
-PER_TASK='export TORCHELASTIC_ERROR_FILE="$0/$SLURM_PROCID/error.json"; mkdir -p "$0/$SLURM_PROCID"; exec "$@"'
+PER_TASK='export TORCHELASTIC_ERROR_FILE="$0/$SLURM_PROCID/error.json"; mkdir -p "$0/$SLURM_PROCID"; trap : TERM USR1; "$@"; status=$?; echo "$status" >"$0/$SLURM_PROCID/exit_status"; exit "$status"'
 SRUN=(srun -p "$PARTITION"
     --job-name="$JOB_NAME"
     ${GRES:+--gres="$GRES"}
@@ -105,6 +109,10 @@ else
 fi
 set +x
 set -e
+# One rank exiting 85 means the checkpoint is saved (every rank waits for it).
+if grep -qsx "$PREEMPTED" "$LOG_DIR"/*/exit_status; then
+  STATUS=$PREEMPTED
+fi
 if [ "$STATUS" -eq "$PREEMPTED" ]; then
   if [ -z "${SLURM_JOB_ID:-}" ]; then
     echo "slurm_train.sh: preempted; the checkpoint of the last iteration is" \
