@@ -10,12 +10,17 @@ is saved as ``exit_status.json`` in ``--log-dir`` (when not given:
 ``<work_dir>/torchrun_logs/<date>_<host>_<pid>``, the work dir being the
 script's ``--work-dir`` or mmdet3d's default ``work_dirs/<config name>``),
 and ``tools/failure_report.py`` prints the report last.
-The exit status is torchrun's. Only torch is imported here: the plugin is
-loaded by the report, after a failure.
+The exit status is torchrun's, except when the failed ranks exited with
+85 (``PreemptionHook``: a preemption signal, the checkpoint of the last
+iteration saved): then one line says so, no report is made, and the
+status is 85, which ``tools/slurm_train.sh`` and job schedulers can act
+on. Only torch is imported here: the plugin is loaded by the report, after
+a failure.
 """
 import json
 import os
 import os.path as osp
+import signal
 import socket
 import subprocess
 import sys
@@ -28,6 +33,9 @@ from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
 
 #: Read by projects.mmdet3d_plugin.failures.collect (same name there).
 EXIT_STATUS_NAME = 'exit_status.json'
+# projects.mmdet3d_plugin.constants.PREEMPTED_EXIT_CODE (not imported: see
+# the module docstring).
+PREEMPTED_EXIT_CODE = 85
 REPORT_TOOL = osp.join(osp.dirname(osp.abspath(__file__)),
                        'failure_report.py')
 
@@ -81,6 +89,16 @@ def main(argv=None):
         torchrun.main(argv)
         return 0
     except ChildFailedError as error:
+        codes = {f.exitcode for f in error.failures.values()}
+        # A rank still exiting when torchrun stops the others gets its
+        # SIGTERM (-15).
+        if PREEMPTED_EXIT_CODE in codes and codes <= {
+                PREEMPTED_EXIT_CODE, -signal.SIGTERM}:
+            print(f'dist_run: preempted: every rank saved and exited with '
+                  f'{PREEMPTED_EXIT_CODE} after a preemption signal; resume '
+                  'with --resume (a restarted or requeued run does so by '
+                  'itself)', file=sys.stderr, flush=True)
+            return PREEMPTED_EXIT_CODE
         # What `python -m torch.distributed.run` prints, then the report.
         traceback.print_exc()
         sys.stderr.flush()

@@ -7,9 +7,11 @@ Imported by the training processes of
 :class:`SelfKillingDataset`. :func:`write_config` writes the config those
 tests train with ``tools/train.py``.
 """
+import json
 import os
 import signal
 import textwrap
+import time
 from pathlib import Path
 from typing import Optional
 
@@ -39,7 +41,7 @@ class FaultToyModel(BaseModel):
         self.fc2 = nn.Linear(16, 1)
         self.register_buffer('ballast', torch.zeros(ballast))
 
-    def forward(self, inputs, targets=None, mode='loss'):
+    def forward(self, inputs, targets=None, mode='loss', index=None):
         x = torch.stack([torch.as_tensor(v) for v in inputs])
         out = self.fc2(self.fc1(x).tanh())
         if mode == 'loss':
@@ -57,19 +59,31 @@ class FaultToyDataset(Dataset):
 
     Args:
         size (int): Number of samples. Defaults to 24.
+        with_index (bool): Samples carry their ``index`` (for
+            :class:`RecordIndicesHook`). Defaults to False.
+        load_ms (float): Milliseconds each sample takes to load (a sleep,
+            as reading a file would). Defaults to 0.
     """
 
-    def __init__(self, size: int = 24) -> None:
+    def __init__(self, size: int = 24, with_index: bool = False,
+                 load_ms: float = 0.) -> None:
         self.size = size
+        self.with_index = with_index
+        self.load_ms = load_ms
 
     def __len__(self) -> int:
         return self.size
 
     def __getitem__(self, index: int) -> dict:
+        if self.load_ms:
+            time.sleep(self.load_ms / 1000)
         gen = torch.Generator().manual_seed(index)
         x = torch.randn(4, generator=gen)
         noise = float(np.random.uniform(-0.1, 0.1))
-        return dict(inputs=x + noise, targets=x.sum(0, keepdim=True))
+        sample = dict(inputs=x + noise, targets=x.sum(0, keepdim=True))
+        if self.with_index:
+            sample['index'] = int(index)
+        return sample
 
 
 class SelfKillingDataset(Dataset):
@@ -238,3 +252,75 @@ def write_config(path: Path,
         log_level = 'INFO'
         """) + extra)
     return path
+
+
+@HOOKS.register_module(force=True)
+class RecordIndicesHook(Hook):
+    """Appends ``[iteration, epoch, indices]`` of each trained batch to
+    ``<work_dir>/indices_rank<r>.jsonl`` (needs ``with_index=True``)."""
+
+    def after_train_iter(self, runner, batch_idx, data_batch=None,
+                         outputs=None) -> None:
+        path = Path(runner.work_dir) / f'indices_rank{get_rank()}.jsonl'
+        with path.open('a') as f:
+            f.write(json.dumps([runner.iter + 1, runner.epoch,
+                                list(data_batch['index'])]) + '\n')
+
+
+@HOOKS.register_module(force=True)
+class SignalInIterationHook(Hook):
+    """Sends a signal to its own process at the start of an iteration (the
+    signal arrives while the iteration runs).
+
+    Args:
+        at_iter (int): 1-based iteration.
+        rank (int): The rank that signals.
+        signame (str): Signal name. Defaults to 'SIGTERM'.
+    """
+
+    def __init__(self, at_iter: int, rank: int = 0,
+                 signame: str = 'SIGTERM') -> None:
+        self.at_iter = at_iter
+        self.rank = rank
+        self.signum = getattr(signal, signame)
+
+    def before_train_iter(self, runner, batch_idx, data_batch=None) -> None:
+        if runner.iter + 1 == self.at_iter and get_rank() == self.rank and \
+                int(os.environ.get('SLURM_RESTART_COUNT') or 0) == 0:
+            os.kill(os.getpid(), self.signum)
+
+
+@HOOKS.register_module(force=True)
+class StopAfterHook(Hook):
+    """Ends the process with status 0 after an iteration (after its
+    checkpoint and log): stops an epoch-based run mid-epoch.
+
+    Args:
+        after_iter (int): 1-based iteration.
+    """
+
+    priority = 'LOWEST'
+
+    def __init__(self, after_iter: int) -> None:
+        self.after_iter = after_iter
+
+    def after_train_iter(self, runner, batch_idx, data_batch=None,
+                         outputs=None) -> None:
+        if runner.iter + 1 == self.after_iter:
+            raise SystemExit(0)
+
+
+@HOOKS.register_module(force=True)
+class MarkFirstIterHook(Hook):
+    """Writes the wall-clock time at which this process finished its first
+    iteration to ``<work_dir>/first_iter.json`` (rank 0)."""
+
+    def __init__(self) -> None:
+        self.done = False
+
+    def after_train_iter(self, runner, batch_idx, data_batch=None,
+                         outputs=None) -> None:
+        if not self.done and get_rank() == 0:
+            self.done = True
+            (Path(runner.work_dir) / 'first_iter.json').write_text(
+                json.dumps(dict(time=time.time(), iter=runner.iter + 1)))

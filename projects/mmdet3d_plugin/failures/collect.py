@@ -68,22 +68,47 @@ def _read_json(path: str) -> Optional[dict]:
     return data if isinstance(data, dict) else None
 
 
-def _rank_dirs(log_dir: str) -> List[str]:
-    """Folders holding a rank's files, of the last attempt only."""
-    found = []
+def _all_rank_dirs(log_dir: str) -> Dict[int, List[str]]:
+    """Folders holding a rank's files, by torchrun attempt (-1: none)."""
+    found: Dict[int, List[str]] = {}
     for folder, _, files in os.walk(log_dir):
         if ERROR_FILE_NAME in files or RANK_INFO_NAME in files:
-            found.append(folder)
+            attempt = -1
+            for part in reversed(osp.relpath(folder, log_dir).split(os.sep)):
+                match = _ATTEMPT_RE.match(part)
+                if match:
+                    attempt = int(match[1])
+                    break
+            found.setdefault(attempt, []).append(folder)
+    return {k: sorted(v) for k, v in found.items()}
 
-    def attempt(folder: str) -> int:
-        for part in reversed(osp.relpath(folder, log_dir).split(os.sep)):
-            match = _ATTEMPT_RE.match(part)
-            if match:
-                return int(match[1])
-        return -1
 
-    last = max((attempt(f) for f in found), default=-1)
-    return sorted(f for f in found if attempt(f) == last)
+def attempts(log_dir: str) -> List[int]:
+    """The torchrun attempts (``attempt_<k>`` folders) of a launch."""
+    return sorted(k for k in _all_rank_dirs(log_dir) if k >= 0)
+
+
+def _rank_dirs(log_dir: str) -> List[str]:
+    """Folders holding a rank's files, of the last attempt only."""
+    found = _all_rank_dirs(log_dir)
+    return found[max(found)] if found else []
+
+
+def collect_attempt(log_dir: str, attempt: int) -> List[RankFailure]:
+    """The ranks of an earlier torchrun ``attempt`` that left an error
+    file or a ``rank_info.json`` (torchrun keeps no exit status of it).
+
+    Args:
+        log_dir (str): The launch's log folder.
+        attempt (int): The attempt number.
+
+    Returns:
+        list[RankFailure]: Sorted by rank.
+    """
+    failures = [_failure_from_dir(f)
+                for f in _all_rank_dirs(log_dir).get(attempt, [])]
+    return sorted((f for f in failures if f.rank is not None),
+                  key=lambda f: f.rank)
 
 
 def _int_name(folder: str) -> Optional[int]:

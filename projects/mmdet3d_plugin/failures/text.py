@@ -94,6 +94,14 @@ def format_report(report: Dict[str, Any],
         lines += _wrap('Fix: ', f'{cause["fix"]}.')
         for note in cause.get('notes') or []:
             lines += _wrap('Note: ', note)
+    runs = report.get('attempts') or []
+    if runs:
+        lines.append(f'Attempts ({len(runs)}, torchrun restarts '
+                     'included), each one\'s first failure:')
+        for run in runs:
+            what = run['error'] or run['cause'] or 'no error recorded'
+            lines += _wrap(f'  attempt {run["attempt"] + 1}: ',
+                           f'rank {run["rank"]}, {run["exit"]}: {what}')
     where = [f'error files in {report["log_dir"]}'] if report.get(
         'log_dir') else []
     if json_path:

@@ -1,0 +1,202 @@
+"""Exact resume through the tools users run, on an epoch-based toy.
+
+The toy (``fault_helpers.write_config(max_epochs=3, size=40)``): 40
+samples in batches of 4, shuffled, two fork DataLoader workers adding
+noise from numpy's global RNG, SGD with momentum, the LR halved after the
+first epoch, a checkpoint every 3 iterations (by iteration). An epoch is
+10 iterations with one process, 5 with two.
+
+* one process killed by SIGKILL after iteration 14, ``--resume``;
+* 2 gloo ranks under ``MAX_RESTARTS=1 tools/dist_train.sh``, rank 1
+  SIGKILLed after iteration 7: torchrun restarts both, they resume alone;
+* 2 ranks, SIGTERM to rank 1 inside iteration 7: the checkpoint of
+  iteration 7, every rank exits 85, ``--resume`` continues;
+* 2 ranks killed after iteration 7 (checkpoint 6), resumed on 1 process:
+  the epoch's samples are each trained once.
+
+Every loss logged (the resumed run's where an iteration was redone)
+equals the uninterrupted run's, and the final weights are bit-identical.
+"""
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from projects.mmdet3d_plugin.constants import PREEMPTED_EXIT_CODE
+from projects.mmdet3d_plugin.dist.ports import free_port
+from tests.helpers.fault_helpers import write_config
+
+REPO = Path(__file__).resolve().parents[2]
+EPOCHS, SIZE, INTERVAL = 3, 40, 3
+ITERS = {1: 30, 2: 15}
+
+
+def _env(**extra) -> dict:
+    env = dict(os.environ, PYTHONPATH=str(REPO), PYTHON=sys.executable,
+               **extra)
+    env.pop('MMDET3D_PLUGIN_DEBUG', None)
+    return env
+
+
+def _train(config: Path, work: Path, *flags) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, str(REPO / 'tools' / 'train.py'), str(config),
+         '--work-dir', str(work), *flags], cwd=REPO, env=_env(),
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+def _dist(config: Path, work: Path, restarts: int = 0,
+          *flags) -> subprocess.Popen:
+    return subprocess.Popen(
+        ['bash', str(REPO / 'tools' / 'dist_train.sh'), str(config), '2',
+         '--work-dir', str(work), *flags], cwd=REPO,
+        env=_env(MAX_RESTARTS=str(restarts), PORT=str(free_port())),
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+def _config(path: Path, hooks=(), with_index=False) -> Path:
+    extra = ("train_dataloader['dataset']['with_index'] = True\n"
+             if with_index else '')
+    hooks = list(hooks) + ([dict(type='RecordIndicesHook')]
+                           if with_index else [])
+    return write_config(path, max_epochs=EPOCHS, size=SIZE,
+                        ckpt_interval=INTERVAL, custom_hooks=hooks,
+                        extra=extra)
+
+
+def _finish(procs: dict) -> dict:
+    return {name: (p.communicate(timeout=900)[0], p.returncode)
+            for name, p in procs.items()}
+
+
+def losses(work: Path) -> dict:
+    """``{iter: loss}`` over the work dir's runs, later runs last."""
+    found = {}
+    for run in sorted(p for p in work.iterdir()
+                      if (p / 'vis_data' / 'scalars.json').is_file()):
+        for line in (run / 'vis_data' / 'scalars.json').read_text(
+                ).splitlines():
+            rec = json.loads(line)
+            if 'loss' in rec:
+                found[rec['iter']] = rec['loss']
+    return found
+
+
+def weights(path: Path) -> dict:
+    return torch.load(path, map_location='cpu',
+                      weights_only=False)['state_dict']
+
+
+@pytest.fixture(scope='module')
+def runs(tmp_path_factory):
+    """Every run of the module, the independent ones side by side."""
+    tmp = tmp_path_factory.mktemp('exact_resume')
+    kill = dict(type='KillSelfHook', signame='SIGKILL')
+    ref = _config(tmp / 'ref.py')
+    ref_idx = _config(tmp / 'ref_idx.py', with_index=True)
+    first = _finish({
+        'ref1': _train(ref, tmp / 'ref1'),
+        'kill1': _train(_config(tmp / 'k1.py', [dict(kill, after_iter=14)]),
+                        tmp / 'kill1'),
+        'ref2': _dist(ref_idx, tmp / 'ref2'),
+        'restart2': _dist(_config(tmp / 'k2.py', [dict(
+            kill, after_iter=7, rank=1, first_attempt_only=True)]),
+            tmp / 'restart2', 1),
+        'term2': _dist(_config(tmp / 't2.py', [dict(
+            type='SignalInIterationHook', at_iter=7, rank=1)]),
+            tmp / 'term2'),
+        'world2': _dist(_config(tmp / 'w2.py', [dict(
+            kill, after_iter=7, rank=1)], with_index=True), tmp / 'world2'),
+    })
+    second = _finish({
+        'resume1': _train(ref, tmp / 'kill1', '--resume'),
+        'term2_resume': _dist(ref, tmp / 'term2', 0, '--resume'),
+        'world1': _train(ref_idx, tmp / 'world2', '--resume'),
+    })
+    return tmp, dict(first, **second)
+
+
+def _ok(runs, name):
+    out, code = runs[1][name]
+    assert code == 0, f'{name}: rc {code}\n{out[-6000:]}'
+    return out
+
+
+def test_one_process_resume_after_sigkill_is_exact(runs):
+    tmp = runs[0]
+    assert runs[1]['kill1'][1] == -signal.SIGKILL
+    out = _ok(runs, 'resume1')
+    assert (f'Auto resumed from the latest checkpoint '
+            f'{tmp}/kill1/iter_12.pth') in out
+    assert 'resume: data continues at epoch 2, sample 8 of 40' in out
+    assert 'Advance dataloader' not in out
+    expected = losses(tmp / 'ref1')
+    assert sorted(expected) == list(range(1, ITERS[1] + 1))
+    assert len(set(expected.values())) == ITERS[1]
+    assert losses(tmp / 'kill1') == expected
+    final = f'iter_{ITERS[1]}.pth'
+    got, want = weights(tmp / 'kill1' / final), weights(tmp / 'ref1' / final)
+    assert got.keys() == want.keys()
+    assert all(torch.equal(got[k], want[k]) for k in want)
+
+
+def test_torchrun_restart_resumes_by_itself_exactly(runs):
+    tmp = runs[0]
+    out = _ok(runs, 'restart2')
+    line = next(x for x in out.splitlines() if 'restart: attempt' in x)
+    assert ('restart: attempt 2 of 2 (torchrun restart 1 of 1): resumed '
+            f'from {tmp}/restart2/iter_6.pth at iteration 6; iterations '
+            'lost: 1; data continues at epoch 2, sample 8 of 40') in line
+    _ok(runs, 'ref2')
+    expected = losses(tmp / 'ref2')
+    assert sorted(expected) == list(range(1, ITERS[2] + 1))
+    assert losses(tmp / 'restart2') == expected
+    final = f'iter_{ITERS[2]}.pth'
+    got = weights(tmp / 'restart2' / final)
+    want = weights(tmp / 'ref2' / final)
+    assert all(torch.equal(got[k], want[k]) for k in want)
+
+
+def test_sigterm_saves_the_iteration_and_exits_85(runs):
+    tmp = runs[0]
+    out, code = runs[1]['term2']
+    assert code == PREEMPTED_EXIT_CODE, out[-6000:]
+    assert 'PreemptionHook: SIGTERM received; saved' in out
+    assert 'dist_run: preempted' in out
+    assert 'failure_report' not in out
+    work = tmp / 'term2'
+    # 0 iterations lost: the checkpoint is of the iteration in progress.
+    assert (work / 'last_checkpoint').read_text() == str(work / 'iter_7.pth')
+    assert json.loads((work / 'train_progress.json').read_text())['iter'] == 7
+    _ok(runs, 'term2_resume')
+    assert losses(work) == losses(tmp / 'ref2')
+
+
+def test_resume_on_fewer_ranks_trains_each_sample_of_the_epoch_once(runs):
+    tmp = runs[0]
+    out = _ok(runs, 'world1')
+    assert ('data continues at epoch 2, sample 8 of 40 (saved with '
+            'world_size 2 x batch_size 4, now 1 x 4: no sample of the epoch '
+            'is repeated or skipped, but the batches are grouped '
+            'differently, so losses cannot match an uninterrupted run '
+            'exactly)') in out
+    work = tmp / 'world2'
+
+    def records(rank):
+        return [json.loads(x) for x in
+                (work / f'indices_rank{rank}.jsonl').read_text().splitlines()]
+
+    # The 2-rank run trained iterations 1-7 and saved iteration 6, the
+    # first of epoch 2 (index 1); the 1-process run appended the rest.
+    killed = [records(0)[:7], records(1)]
+    assert [len(r) for r in killed] == [7, 7]
+    before = [i for run in killed for it, ep, idx in run
+              if ep == 1 and it <= 6 for i in idx]
+    after = [i for it, ep, idx in records(0)[7:] if ep == 1 for i in idx]
+    assert len(before) == 8 and len(after) == SIZE - 8
+    assert sorted(before + after) == list(range(SIZE))
