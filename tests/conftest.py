@@ -3,8 +3,11 @@
 ``nus_synthetic`` is the generated nuScenes-format dataset with mmdet3d's
 info files, cached across pytest sessions in ``data/.cache/`` under a key
 that changes with the generator's and converter's sources, the seed and the
-mmdet3d / nuscenes-devkit versions.
+mmdet3d / nuscenes-devkit versions. ``slurm`` is a Slurm of the tests' own
+(``tests/helpers/slurm_cluster.py``), started once per session (per
+pytest-xdist worker) by the tests that use it.
 """
+import shutil
 from pathlib import Path
 from typing import Set
 
@@ -57,3 +60,21 @@ def pytest_xdist_make_scheduler(config, log):
     if config.getvalue('dist') == 'loadscope':
         return SharedFixtureScheduling(config, log)
     return None
+
+
+@pytest.fixture(scope='session')
+def slurm(tmp_path_factory):
+    """A Slurm of the tests' own (``tests/helpers/slurm_cluster.py``):
+    slurmctld and two slurmd, nodes ``node1`` and ``node2`` in partition
+    ``debug``, each with this machine's CPUs and memory; stopped, and its
+    folder removed, after the session."""
+    from tests.helpers.slurm_cluster import SlurmCluster
+    try:
+        cluster = SlurmCluster(tmp_path_factory.mktemp('slurm'), nodes=2)
+    except RuntimeError as exc:  # not installed: the command that installs
+        pytest.fail(str(exc), pytrace=False)
+    cluster.start()
+    print(f'slurm: daemons up in {cluster.start_seconds:.1f} s')
+    yield cluster
+    cluster.stop()
+    shutil.rmtree(cluster.root, ignore_errors=True)

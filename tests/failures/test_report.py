@@ -42,6 +42,7 @@ HELPERS = REPO / 'tests' / 'helpers'
 from tests.helpers.dist_env import wait_or_kill  # noqa: E402
 from tests.helpers.failure_faults import (  # noqa: E402
     FAULT_MESSAGE, write_failure_config)
+from tests.helpers.slurm_cluster import PARTITION  # noqa: E402
 
 # -- the cause table --------------------------------------------------------
 
@@ -496,56 +497,20 @@ def test_dataloader_worker_killed_by_sigbus(tmp_path):
     assert report['cause']['key'] == 'shm_full'
 
 
-#: Stand-in for Slurm's srun on this one machine (Slurm is not installed
-#: here): starts --ntasks copies of the command with Slurm's task
-#: variables; like --kill-on-bad-exit, the first task to fail stops the
-#: others; exits with the first failure's status.
-FAKE_SRUN = r'''#!/usr/bin/env bash
-ntasks=1
-while [ $# -gt 0 ]; do
-  case "$1" in
-    --ntasks=*) ntasks=${1#*=}; shift ;;
-    -p|-J|--partition|--job-name) shift 2 ;;
-    -*) shift ;;
-    *) break ;;
-  esac
-done
-pids=()
-for ((i = 0; i < ntasks; i++)); do
-  SLURM_PROCID=$i SLURM_LOCALID=$i SLURM_NTASKS=$ntasks SLURM_NODEID=0 \
-    "$@" &
-  pids+=($!)
-done
-status=0
-while [ ${#pids[@]} -gt 0 ]; do
-  wait -n -p ended "${pids[@]}"
-  rc=$?
-  pids=(${pids[@]/$ended})
-  if [ "$rc" -ne 0 ] && [ "$status" -eq 0 ]; then
-    status=$rc
-    [ ${#pids[@]} -gt 0 ] && kill -TERM "${pids[@]}" 2>/dev/null
-  fi
-done
-exit $status
-'''
-
-
 @pytest.mark.slow
-def test_slurm_train_reports_after_srun(tmp_path):
-    bin_dir = tmp_path / 'bin'
-    bin_dir.mkdir()
-    (bin_dir / 'srun').write_text(FAKE_SRUN)
-    (bin_dir / 'srun').chmod(0o755)
+def test_slurm_train_reports_after_srun(tmp_path, slurm):
+    # From a "login node": srun makes a job of its own on the tests' Slurm
+    # (the `slurm` fixture); GRES= as its nodes have no GPUs.
     config = write_failure_config(
         tmp_path / 'raise.py',
         hooks=[dict(type='FailAtIterHook', at_iter=2, ranks=[1])])
     work = tmp_path / 'work'
-    env = dict(os.environ, PYTHONPATH=str(REPO), PYTHON=sys.executable,
+    env = dict(slurm.env, PYTHONPATH=str(REPO), PYTHON=sys.executable,
                MASTER_PORT=str(free_port()), OMP_NUM_THREADS='1', GPUS='2',
-               GPUS_PER_NODE='2', PATH=f'{bin_dir}:{os.environ["PATH"]}')
+               GPUS_PER_NODE='2', CPUS_PER_TASK='1', GRES='')
     env.pop('MMDET3D_PLUGIN_DEBUG', None)
     proc = subprocess.run(
-        ['bash', str(REPO / 'tools' / 'slurm_train.sh'), 'partition', 'job',
+        ['bash', str(REPO / 'tools' / 'slurm_train.sh'), PARTITION, 'job',
          str(config), str(work)],
         cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
         text=True, timeout=HANG)
@@ -553,7 +518,9 @@ def test_slurm_train_reports_after_srun(tmp_path):
     assert REPORT_HEADER in tail, proc.stdout[-6000:]
     print(tail[tail.index(REPORT_HEADER):])
     text = _flat(tail[tail.index(REPORT_HEADER):])
-    assert proc.returncode == 1
+    # srun's status: the highest of its tasks' (rank 1 exited 1, rank 0,
+    # ended by --kill-on-bad-exit, 128 + SIGTERM).
+    assert proc.returncode == 128 + signal.SIGTERM
     assert 'First failure: rank 1 on ' in text
     assert f'ValueError: {FAULT_MESSAGE}' in text
     report = json.loads((work / FAILURE_REPORT_NAME).read_text())
