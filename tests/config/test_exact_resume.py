@@ -3,7 +3,7 @@ resumable ones, PreemptionHook is added once, --checkpoint-minutes."""
 import pytest
 from mmengine.config import Config
 
-from projects.mmdet3d_plugin.config.checkpoint_hook import \\
+from projects.mmdet3d_plugin.config.checkpoint_hook import \
     use_atomic_checkpoints
 from projects.mmdet3d_plugin.config.exact_resume import (
     set_checkpoint_minutes, use_exact_resume)
