@@ -125,3 +125,17 @@ def test_test_run_needs_its_checkpoint(tmp_path):
     assert cfg.load_from == str(checkpoint)
     with pytest.raises(ValueError, match="run must be 'train' or 'test'"):
         prepare_run(config, 'val')
+
+
+def test_a_resume_without_a_seed_takes_the_checkpoints(tmp_path):
+    import torch
+    from projects.mmdet3d_plugin.cli.prepare import keep_checkpoint_seed
+    from mmengine.config import Config
+    path = tmp_path / 'iter_4.pth'
+    torch.save(dict(meta=dict(seed=1234), state_dict={}), path)
+    cfg = Config(dict(randomness=dict(seed=None, deterministic=True)))
+    keep_checkpoint_seed(cfg, str(path))
+    assert cfg.randomness == dict(seed=1234, deterministic=True)
+    fixed = Config(dict(randomness=dict(seed=5)))
+    keep_checkpoint_seed(fixed, str(path))
+    assert fixed.randomness.seed == 5

@@ -184,9 +184,11 @@ def test_sigterm_saves_the_iteration_and_exits_85(runs):
     assert 'failure_report' not in out
     work = tmp / 'term2'
     # 0 iterations lost: the checkpoint is of the iteration in progress.
-    assert (work / 'last_checkpoint').read_text() == str(work / 'iter_7.pth')
-    assert json.loads((work / 'train_progress.json').read_text())['iter'] == 7
-    _ok(runs, 'term2_resume')
+    assert f'saved {work}/iter_7.pth (iteration 7)' in out
+    assert 'Iter(train) [ 7/15]' in out and 'Iter(train) [ 8/15]' not in out
+    resumed = _ok(runs, 'term2_resume')
+    assert f'Auto resumed from the latest checkpoint {work}/iter_7.pth' in \
+        resumed
     assert losses(work) == losses(tmp / 'ref2')
 
 

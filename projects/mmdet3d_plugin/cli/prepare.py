@@ -47,7 +47,7 @@ from ..config.presets import merge_train_flags, validate_optim_wrapper
 from ..config.run_checks import RUN_LOOPS, check_run_config
 from ..dist.budget import timeout_problems
 from ..engine.amp import check_amp_supported
-from ..engine.resume import restart_attempt
+from ..engine.resume import checkpoint_seed, restart_attempt
 
 
 def process_group_backend() -> str:
@@ -71,6 +71,28 @@ def timeout_error(cfg: Config, backend: Optional[str] = None) -> \
     """
     problems = timeout_problems(cfg, backend or process_group_backend())
     return '; '.join(problems) if problems else None
+
+
+def keep_checkpoint_seed(cfg: Config, checkpoint: Optional[str]) -> None:
+    """A resumed run whose config sets no seed takes the checkpoint's.
+
+    mmengine restores the seed only after the datasets are built, so
+    without this CBGS's resampling and the GT database's shuffle, drawn at
+    construction, would differ from the run being continued.
+
+    Args:
+        cfg (Config): The config, changed in place.
+        checkpoint (str, optional): The checkpoint resumed from.
+    """
+    randomness = cfg.get('randomness') or {}
+    if randomness.get('seed') is not None or not checkpoint or \
+            not osp.isfile(checkpoint):
+        return
+    seed = checkpoint_seed(checkpoint)
+    if seed is not None:
+        cfg.randomness = dict(randomness, seed=seed)
+        print_log(f'resume: seed {seed} of {checkpoint} (the config sets '
+                  'none)', logger='current')
 
 
 def _restart_resume(work_dir: str) -> Optional[str]:
@@ -128,6 +150,9 @@ def _set_run_settings(cfg: Config, run: str, config: str, launcher: str,
                 'the work dir')
         cfg.resume = True
         cfg.load_from = resume
+    if cfg.get('resume'):
+        keep_checkpoint_seed(
+            cfg, cfg.load_from or find_latest_checkpoint(cfg.work_dir))
 
 
 def prepare_run(config: str,

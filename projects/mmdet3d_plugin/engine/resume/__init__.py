@@ -4,12 +4,13 @@ restart bookkeeping (attempts, iterations lost)."""
 from .data_position_hook import DataPositionHook
 from .loops import ResumableEpochBasedTrainLoop, ResumableIterBasedTrainLoop
 from .position import META_KEY, DataPosition
+from .checkpoint_seed import checkpoint_seed
 from .progress import PROGRESS_NAME, read_progress, write_progress
 from .restart import Attempt, restart_attempt
 
 __all__ = [
     'Attempt', 'DataPosition', 'DataPositionHook', 'META_KEY',
-    'PROGRESS_NAME', 'ResumableEpochBasedTrainLoop',
+    'PROGRESS_NAME', 'checkpoint_seed', 'ResumableEpochBasedTrainLoop',
     'ResumableIterBasedTrainLoop', 'read_progress', 'restart_attempt',
     'write_progress'
 ]
