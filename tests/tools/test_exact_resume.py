@@ -9,8 +9,9 @@ first epoch, a checkpoint every 3 iterations (by iteration). An epoch is
 * one process killed by SIGKILL after iteration 14, ``--resume``;
 * 2 gloo ranks under ``MAX_RESTARTS=1 tools/dist_train.sh``, rank 1
   SIGKILLed after iteration 7: torchrun restarts both, they resume alone;
-* 2 ranks, SIGTERM to rank 1 inside iteration 7: the checkpoint of
-  iteration 7, every rank exits 85, ``--resume`` continues;
+* 2 ranks, SIGTERM to rank 1 inside iteration 7: the ranks agree to stop
+  after iteration 8 (no rank can be past it), the checkpoint of iteration
+  8, every rank exits 85, ``--resume`` continues;
 * 2 ranks killed after iteration 7 (checkpoint 6), resumed on 1 process:
   the epoch's samples are each trained once.
 
@@ -183,11 +184,11 @@ def test_sigterm_saves_the_iteration_and_exits_85(runs):
     assert 'dist_run: preempted' in out
     assert 'failure_report' not in out
     work = tmp / 'term2'
-    # 0 iterations lost: the checkpoint is of the iteration in progress.
-    assert f'saved {work}/iter_7.pth (iteration 7)' in out
-    assert 'Iter(train) [ 7/15]' in out and 'Iter(train) [ 8/15]' not in out
+    # 0 iterations lost: the checkpoint is of the last iteration trained.
+    assert f'saved {work}/iter_8.pth (iteration 8)' in out
+    assert 'Iter(train) [ 8/15]' in out and 'Iter(train) [ 9/15]' not in out
     resumed = _ok(runs, 'term2_resume')
-    assert f'Auto resumed from the latest checkpoint {work}/iter_7.pth' in \
+    assert f'Auto resumed from the latest checkpoint {work}/iter_8.pth' in \
         resumed
     assert losses(work) == losses(tmp / 'ref2')
 

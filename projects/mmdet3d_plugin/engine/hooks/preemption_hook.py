@@ -10,21 +10,23 @@ resumes from that checkpoint (``tools/train.py`` does so by itself in a
 restarted or requeued run).
 """
 import atexit
+import datetime
 import functools
 import multiprocessing
 import signal
 import threading
 from typing import Callable, Dict, Optional, Sequence
 
-import torch
-import torch.distributed as torch_dist
 from mmengine.dist import get_world_size, is_distributed, is_main_process
 from mmengine.hooks import Hook
+from torch.distributed import PrefixStore, distributed_c10d
 
 from mmdet3d.registry import HOOKS
 from ...constants import PREEMPTED_EXIT_CODE
-from ...dist.groups import side_group
 from .atomic_checkpoint_hook import save_iteration_checkpoint
+
+_STOP_KEY = 'stop_at'
+_SAVED_KEY = 'saved'
 
 
 def _ignore_then(signums: Sequence[int], init_fn: Optional[Callable],
@@ -68,16 +70,22 @@ def _signal_number(name) -> int:
 class PreemptionHook(Hook):
     """Save the current iteration and exit with status 85 on a signal.
 
-    After every iteration the ranks agree, in one all-reduce of one
-    integer on a gloo side group, whether any of them received one of
-    ``signals``; if so rank 0 saves the checkpoint of that iteration
-    (through the run's ``AtomicCheckpointHook``: complete or absent, and
-    ``last_checkpoint`` names it), all ranks wait for the file, and all
-    exit with status 85. DataLoader workers ignore the signals (Slurm
-    signals every process of a step; a worker that died of it would end
-    the run first), so at interpreter exit they are ended with SIGKILL,
-    not multiprocessing's SIGTERM. A signal that arrives during validation
-    is acted on after it.
+    The ranks agree on the iteration to stop at through the process
+    group's store, without a collective (a collective per iteration would
+    turn a rank that skips one of DDP's, e.g. over unused parameters, into
+    a hang instead of DDP's error): the first rank that finds a signal
+    received after its iteration ``k`` sets ``stop_at = k + 1`` (no rank
+    can have finished iteration ``k + 1`` yet, as its gradients need that
+    rank), every rank reads it after each iteration (one store request),
+    and after iteration ``stop_at`` rank 0 saves its checkpoint (through
+    the run's ``AtomicCheckpointHook``: complete or absent, and
+    ``last_checkpoint`` names it), the others wait for the file, and all
+    exit with status 85. Nothing is lost: the checkpoint is of the last
+    iteration trained, at most one after the signal's. DataLoader workers
+    ignore the signals (Slurm signals every process of a step; a worker
+    that died of it would end the run first), so at interpreter exit they
+    are ended with SIGKILL, not multiprocessing's SIGTERM. A signal that
+    arrives during validation is acted on after it.
 
     ``tools/train.py`` adds it to every training run; a config's own
     ``custom_hooks`` entry (other signals) takes its place.
@@ -85,8 +93,8 @@ class PreemptionHook(Hook):
     Args:
         signals (sequence): Signal names or numbers. Defaults to
             ``('SIGTERM', 'SIGUSR1')``.
-        timeout (float): Seconds the ranks wait for one another to agree
-            and for rank 0's checkpoint. Defaults to 600.
+        timeout (float): Seconds the ranks wait for rank 0's checkpoint.
+            Defaults to 600.
 
     Examples:
         >>> custom_hooks = [dict(type='PreemptionHook',
@@ -104,7 +112,8 @@ class PreemptionHook(Hook):
         self.timeout = float(timeout)
         self.received: Optional[int] = None
         self._previous: Dict[int, object] = {}
-        self._group = None
+        self._store = None
+        self._stop_at: Optional[int] = None
 
     def _on_signal(self, signum: int, _frame) -> None:
         if self.received is None:
@@ -123,30 +132,43 @@ class PreemptionHook(Hook):
             atexit.register(_kill_workers_at_exit, frozenset(
                 p.pid for p in multiprocessing.active_children()))
         if is_distributed() and get_world_size() > 1:
-            self._group = side_group(self.timeout)
+            # The default group's store (private in torch 2.13); under
+            # torchrun it is the attempt's own (compat.restart_store).
+            self._store = PrefixStore('mmdet3d_plugin/preemption',
+                                      distributed_c10d._get_default_store())
+            self._store.set_timeout(
+                datetime.timedelta(seconds=self.timeout))
 
-    def _agreed_signal(self) -> Optional[int]:
-        if self._group is None:
-            return self.received
-        flag = torch.tensor([self.received or 0], dtype=torch.int64)
-        torch_dist.all_reduce(flag, op=torch_dist.ReduceOp.MAX,
-                              group=self._group)
-        return int(flag.item()) or None
+    def _stop_iteration(self, done: int) -> Optional[int]:
+        """The iteration all ranks stop after, once one is agreed."""
+        if self._store is None:
+            return done if self.received is not None else None
+        if self._stop_at is None:
+            if self.received is not None:
+                self._stop_at = int(self._store.compare_set(
+                    _STOP_KEY, '', str(done + 1)))
+            elif self._store.check([_STOP_KEY]):
+                self._stop_at = int(self._store.get(_STOP_KEY))
+        return self._stop_at
 
     def after_train_iter(self, runner, batch_idx, data_batch=None,
                          outputs=None) -> None:
-        """Save and exit if any rank received a preemption signal."""
-        signum = self._agreed_signal()
-        if signum is None:
+        """Save and exit after the agreed iteration."""
+        done = runner.iter + 1
+        if self._stop_iteration(done) != done:
             return
         path = save_iteration_checkpoint(runner)
-        if self._group is not None:
-            torch_dist.barrier(group=self._group)
-        name = signal.Signals(signum).name
+        if self._store is not None:
+            if is_main_process():
+                self._store.set(_SAVED_KEY, path)
+            else:
+                self._store.wait([_SAVED_KEY])
+        name = (signal.Signals(self.received).name
+                if self.received else 'a preemption signal (another rank)')
         if is_main_process():
             runner.logger.warning(
                 f'PreemptionHook: {name} received; saved {path} (iteration '
-                f'{runner.iter + 1}); every rank exits with status '
+                f'{done}); every rank exits with status '
                 f'{PREEMPTED_EXIT_CODE} (preempted, nothing lost): resume '
                 'with --resume, or let tools/slurm_train.sh requeue the job')
         raise SystemExit(PREEMPTED_EXIT_CODE)
