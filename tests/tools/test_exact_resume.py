@@ -180,7 +180,7 @@ def test_sigterm_saves_the_iteration_and_exits_85(runs):
     tmp = runs[0]
     out, code = runs[1]['term2']
     assert code == PREEMPTED_EXIT_CODE, out[-6000:]
-    assert 'PreemptionHook: SIGTERM received; saved' in out
+    assert 'PreemptionHook: SIGTERM on rank 1; saved' in out
     assert 'dist_run: preempted' in out
     assert 'failure_report' not in out
     work = tmp / 'term2'
@@ -223,8 +223,13 @@ def test_restarts_run_out_and_the_report_lists_each_attempt(runs):
     assert code == 1, out[-6000:]
     report = out[out.index('Why the run failed'):]
     assert 'Attempts (2, torchrun restarts included)' in report, report
-    assert report.count('injected fault: rank 1 fails at iteration 2') >= 2
     assert '  attempt 1: rank 1' in report and '  attempt 2: rank 1' in report
+    saved = json.loads((runs[0] / 'exhaust2' / 'failure_report.json')
+                       .read_text())
+    assert [(a['attempt'], a['rank']) for a in saved['attempts']] == [
+        (0, 1), (1, 1)]
+    assert all('injected fault: rank 1 fails at iteration 2' in a['error']
+               for a in saved['attempts'])
 
 
 def test_checkpoints_every_n_minutes_keep_the_newest_two(runs):

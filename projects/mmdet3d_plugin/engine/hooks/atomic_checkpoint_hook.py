@@ -109,7 +109,7 @@ class AtomicCheckpointHook(CheckpointHook):
     def _prune_timed(self, runner) -> None:
         while len(self._timed) > self.max_keep_timed:
             step = self._timed.popleft()
-            if step in self.keep_ckpt_ids:
+            if step in getattr(self, 'keep_ckpt_ids', ()):
                 continue
             path = self.file_backend.join_path(self.out_dir,
                                                f'iter_{step}.pth')

@@ -17,7 +17,8 @@ import signal
 import threading
 from typing import Callable, Dict, Optional, Sequence
 
-from mmengine.dist import get_world_size, is_distributed, is_main_process
+from mmengine.dist import (get_rank, get_world_size, is_distributed,
+                           is_main_process)
 from mmengine.hooks import Hook
 from torch.distributed import PrefixStore, distributed_c10d
 
@@ -114,6 +115,7 @@ class PreemptionHook(Hook):
         self._previous: Dict[int, object] = {}
         self._store = None
         self._stop_at: Optional[int] = None
+        self._signal_name = ''
 
     def _on_signal(self, signum: int, _frame) -> None:
         if self.received is None:
@@ -142,14 +144,23 @@ class PreemptionHook(Hook):
     def _stop_iteration(self, done: int) -> Optional[int]:
         """The iteration all ranks stop after, once one is agreed."""
         if self._store is None:
-            return done if self.received is not None else None
+            if self.received is not None:
+                self._signal_name = signal.Signals(self.received).name
+                return done
+            return None
         if self._stop_at is None:
             if self.received is not None:
-                self._stop_at = int(self._store.compare_set(
-                    _STOP_KEY, '', str(done + 1)))
+                mine = (f'{done + 1} {signal.Signals(self.received).name} '
+                        f'{get_rank()}')
+                self._stop(self._store.compare_set(_STOP_KEY, '', mine))
             elif self._store.check([_STOP_KEY]):
-                self._stop_at = int(self._store.get(_STOP_KEY))
+                self._stop(self._store.get(_STOP_KEY))
         return self._stop_at
+
+    def _stop(self, value: bytes) -> None:
+        stop_at, self._signal_name, rank = value.decode().split()
+        self._stop_at = int(stop_at)
+        self._signal_name += f' on rank {rank}'
 
     def after_train_iter(self, runner, batch_idx, data_batch=None,
                          outputs=None) -> None:
@@ -163,11 +174,10 @@ class PreemptionHook(Hook):
                 self._store.set(_SAVED_KEY, path)
             else:
                 self._store.wait([_SAVED_KEY])
-        name = (signal.Signals(self.received).name
-                if self.received else 'a preemption signal (another rank)')
         if is_main_process():
             runner.logger.warning(
-                f'PreemptionHook: {name} received; saved {path} (iteration '
+                f'PreemptionHook: {self._signal_name}; saved {path} '
+                f'(iteration '
                 f'{done}); every rank exits with status '
                 f'{PREEMPTED_EXIT_CODE} (preempted, nothing lost): resume '
                 'with --resume, or let tools/slurm_train.sh requeue the job')
