@@ -1,5 +1,6 @@
 """The pickle-safe nuScenes dataset, its shared infos and input checks (the
 pickle audit is in ``pickling``, the devkit config fix in ``compat``)."""
+from . import transforms  # noqa: F401  registers the Fast* transforms
 from .builder import SPLITS, build_split_dataset
 from .forkserver import setup_forkserver_preload
 from .safe_nuscenes_dataset import SafeNuScenesDataset
