@@ -10,9 +10,10 @@ every box. These functions give the same booleans without numba:
   float32 operands in float32 and contracts nothing into FMAs, like
   numpy), so each comparison comes out the same;
 - only where the answer can be True: points in grid cells that a box's
-  footprint (plus one cell) touches, box pairs whose axis-aligned extents
+  footprint (plus one cell) touches, tested against that box alone
+  where it is the only one near, box pairs whose axis-aligned extents
   overlap. Elsewhere the kernels answer False as well: a point outside
-  every box by a cell (1 m) fails a face test by far more than float32
+  every box by a cell (0.5 m) fails a face test by far more than float32
   rounding, and the kernel itself skips pairs whose extents do not
   overlap.
 
@@ -26,7 +27,7 @@ from mmdet3d.structures.ops import box_np_ops
 _FACES = np.array([[0, 1, 2, 3], [7, 6, 5, 4], [0, 3, 7, 4], [1, 5, 6, 2],
                    [0, 4, 5, 1], [3, 2, 6, 7]])
 #: Side of the grid cells that select the candidate points, in metres.
-CELL = 1.0
+CELL = 0.5
 
 
 def corner_to_surfaces_3d(corners: np.ndarray) -> np.ndarray:
@@ -40,23 +41,40 @@ def corner_to_surfaces_3d(corners: np.ndarray) -> np.ndarray:
     return surfaces.transpose([2, 0, 1, 3])
 
 
-def _candidates(xy: np.ndarray, corners: np.ndarray) -> np.ndarray:
-    """Indices of the points in a grid cell that some box's footprint,
-    grown by one cell, touches."""
-    low = corners[:, :, :2].min(axis=(0, 1)).astype(np.float64) - 2 * CELL
-    high = corners[:, :, :2].max(axis=(0, 1)).astype(np.float64) + 2 * CELL
+def _near_boxes(points: np.ndarray, corners: np.ndarray) -> np.ndarray:
+    """For each point, which box it may lie in: -1 none (it is in no BEV
+    grid cell that a box's footprint, grown by one cell, touches), k box k
+    only, -2 several boxes."""
+    box_low = corners[:, :, :2].min(axis=1)
+    box_high = corners[:, :, :2].max(axis=1)
+    low = box_low.min(axis=0).astype(np.float64) - 2 * CELL
+    high = box_high.max(axis=0).astype(np.float64) + 2 * CELL
     shape = np.ceil((high - low) / CELL).astype(np.int64) + 1
-    occupied = np.zeros(shape, dtype=bool)
-    box_low = np.floor((corners[:, :, :2].min(axis=1) - low) / CELL) - 1
-    box_high = np.floor((corners[:, :, :2].max(axis=1) - low) / CELL) + 1
-    for (x0, y0), (x1, y1) in zip(box_low.astype(np.int64),
-                                  box_high.astype(np.int64)):
-        occupied[x0:x1 + 1, y0:y1 + 1] = True
-    inside = np.flatnonzero((xy[:, 0] > low[0]) & (xy[:, 0] < high[0])
-                            & (xy[:, 1] > low[1]) & (xy[:, 1] < high[1]))
-    cells = np.floor((xy[inside, :2] - low) / CELL).astype(np.int64)
-    np.clip(cells, 0, shape - 1, out=cells)
-    return inside[occupied[cells[:, 0], cells[:, 1]]]
+    # Cells 0 and shape - 1 stay empty: they take every point outside.
+    owner = np.full(shape, -1, dtype=np.int64)
+    first = np.floor((box_low - low) / CELL).astype(np.int64) - 1
+    last = np.floor((box_high - low) / CELL).astype(np.int64) + 1
+    for box, ((x0, y0), (x1, y1)) in enumerate(zip(first, last)):
+        region = owner[x0:x1 + 1, y0:y1 + 1]
+        region[...] = np.where(region == -1, box, -2)
+    cells = []
+    for axis in range(2):
+        cell = points[:, axis] - np.float32(low[axis])
+        cell *= np.float32(1 / CELL)
+        np.clip(cell, 0, shape[axis] - 1, out=cell)
+        cells.append(cell.astype(np.intp))
+    return owner[cells[0], cells[1]]
+
+
+def _inside(xyz: np.ndarray, normal_vec: np.ndarray,
+            d: np.ndarray) -> np.ndarray:
+    """The kernel's test of points ``xyz`` (n, 3) against faces
+    ``normal_vec`` (..., 6, 3) and ``d`` (..., 6), broadcast over the
+    leading axes: inside unless some face has sign >= 0."""
+    sign = (xyz[..., None, 0] * normal_vec[..., 0] +
+            xyz[..., None, 1] * normal_vec[..., 1] +
+            xyz[..., None, 2] * normal_vec[..., 2] + d)
+    return ~(sign >= 0).any(axis=-1)
 
 
 def points_in_any_rbbox(points: np.ndarray, rbbox: np.ndarray) -> np.ndarray:
@@ -78,15 +96,18 @@ def points_in_any_rbbox(points: np.ndarray, rbbox: np.ndarray) -> np.ndarray:
         axis=2)
     surfaces = corner_to_surfaces_3d(corners)
     normal_vec, d = box_np_ops.surface_equ_3d(surfaces[:, :, :3, :])
-    index = _candidates(points, corners)
-    xyz = points[index, :3]
-    # The kernel's sign, for every candidate, box and face; a point is in a
-    # box unless some face has sign >= 0 (NaN counts as inside, as there).
-    sign = (xyz[:, None, None, 0] * normal_vec[None, :, :, 0] +
-            xyz[:, None, None, 1] * normal_vec[None, :, :, 1] +
-            xyz[:, None, None, 2] * normal_vec[None, :, :, 2] + d[None])
-    inside = ~(sign >= 0).any(axis=2)
-    result[index] = inside.any(axis=1)
+    owner = _near_boxes(points, corners)
+    near = np.flatnonzero(owner != -1)
+    owner = owner[near]
+    xyz = points[near, :3]
+    one = owner >= 0
+    # Near one box: that box's faces; near several: every box's.
+    result[near[one]] = _inside(xyz[one], normal_vec[owner[one]],
+                                d[owner[one]])
+    several = ~one
+    if several.any():
+        result[near[several]] = _inside(xyz[several][:, None], normal_vec,
+                                        d).any(axis=1)
     return result
 
 
