@@ -30,7 +30,7 @@ def test_user_config_with_the_preset(tmp_path):
     train = cfg.train_dataloader.dataset.dataset.pipeline  # in CBGSDataset
     assert [t['type'] for t in train] == [
         'FastLoadPointsFromFile', 'FastLoadPointsFromMultiSweeps',
-        'LoadAnnotations3D', 'FastObjectSample', 'GlobalRotScaleTrans',
+        'LoadAnnotations3D', 'FastObjectSample', 'FastGlobalRotScaleTrans',
         'RandomFlip3D', 'FastPointsRangeFilter', 'ObjectRangeFilter',
         'ObjectNameFilter', 'FastPointShuffle', 'Pack3DDetInputs'
     ]
@@ -39,7 +39,7 @@ def test_user_config_with_the_preset(tmp_path):
     test = cfg.test_dataloader.dataset.pipeline
     assert test[1]['type'] == 'FastLoadPointsFromMultiSweeps'
     assert all_types(test[2]['transforms']) == [
-        'GlobalRotScaleTrans', 'RandomFlip3D']
+        'FastGlobalRotScaleTrans', 'RandomFlip3D']
     everything = all_types(cfg.to_dict())
     assert not set(FAST_TYPES) & set(everything)
     assert cfg.optim_wrapper.accumulative_counts == 2

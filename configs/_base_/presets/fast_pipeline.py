@@ -1,6 +1,7 @@
 # The fast LiDAR data pipeline: mmdet3d's point loading, GT-database
-# sampling, range filtering and shuffling replaced by the plugin's Fast*
-# transforms (projects/mmdet3d_plugin/datasets/transforms), which take the
+# sampling, global rotation / scaling, range filtering and shuffling
+# replaced by the plugin's Fast* transforms
+# (projects/mmdet3d_plugin/datasets/transforms), which take the
 # same arguments and give the same samples bit for bit, with the same random
 # draws, so training is unchanged. About 3x the samples per second of a
 # CenterPoint train pipeline at nuScenes density, and no numba compilation
@@ -19,6 +20,7 @@ transform_types = dict(
     LoadPointsFromMultiSweeps='FastLoadPointsFromMultiSweeps',
     ObjectSample='FastObjectSample',
     DataBaseSampler='FastDataBaseSampler',
+    GlobalRotScaleTrans='FastGlobalRotScaleTrans',
     PointsRangeFilter='FastPointsRangeFilter',
     PointShuffle='FastPointShuffle',
 )

@@ -51,8 +51,8 @@ def inputs(dataset, index):
 LOAD = ['LoadPointsFromFile']
 SWEEPS = LOAD + ['LoadPointsFromMultiSweeps']
 ANNOTATED = SWEEPS + ['LoadAnnotations3D']
-AUGMENTED = ANNOTATED + ['ObjectSample', 'GlobalRotScaleTrans',
-                         'RandomFlip3D']
+SAMPLED = ANNOTATED + ['ObjectSample']
+AUGMENTED = SAMPLED + ['GlobalRotScaleTrans', 'RandomFlip3D']
 # (case, transform type, its arguments over the config's, stock transforms
 # run before it, drop 'lidar_sweeps' from the input)
 CASES = [
@@ -71,6 +71,10 @@ CASES = [
     ('sweeps-padded-close-kept', 'LoadPointsFromMultiSweeps',
      dict(remove_close=False), LOAD, True),
     ('object-sample', 'ObjectSample', {}, ANNOTATED, False),
+    ('rot-scale-trans', 'GlobalRotScaleTrans', {}, SAMPLED, False),
+    ('rot-scale-trans-translated', 'GlobalRotScaleTrans',
+     dict(rot_range=0.8, translation_std=[0.5, 0.5, 0.2]), SAMPLED, False),
+    ('rot-scale-trans-no-boxes', 'GlobalRotScaleTrans', {}, SWEEPS, False),
     ('points-range', 'PointsRangeFilter', {}, AUGMENTED, False),
     ('points-range-narrow', 'PointsRangeFilter',
      dict(point_cloud_range=[-10.0, -20.0, -2.0, 30.0, 5.0, 1.0]),
