@@ -155,7 +155,8 @@ def steady_state(args, configs):
                                            rng_state, seed_all)
     built = {v: _build(configs[v]) for v in VARIANTS}
     names = [type(t).__name__ for t in built['stock'][1]]
-    seconds = {v: [0.0] * len(names) for v in VARIANTS}
+    # Seconds of each transform, one row per timed sample.
+    seconds = {v: [] for v in VARIANTS}
     mismatches, timed = [], 0
     dataset = built['stock'][0]
     for seed in args.seeds:
@@ -167,27 +168,34 @@ def steady_state(args, configs):
                 _, transforms = built[variant]
                 seed_all(seed * 100003 + step)
                 results = _inputs(dataset, index)
+                row = [0.0] * len(names)
                 for i, transform in enumerate(transforms):
                     start = time.perf_counter()
                     results = transform(results)
-                    if step >= args.warmup:
-                        seconds[variant][i] += time.perf_counter() - start
+                    row[i] = time.perf_counter() - start
                     if results is None:
                         break
+                if step >= args.warmup:
+                    seconds[variant].append(row)
                 outputs[variant] = (results, rng_state())
             found = difference(outputs['stock'][0], outputs['fast'][0]) or \
                 rng_difference(outputs['stock'][1], outputs['fast'][1])
             if found:
                 mismatches.append(f'seed {seed} step {step}: {found}')
             timed += step >= args.warmup
+    import numpy as np
     fast_names = [type(t).__name__ for t in built['fast'][1]]
+    ms = {v: 1000 * np.array(seconds[v]) for v in VARIANTS}
     rows = [
         dict(transform=name, fast=fast_name,
-             stock_ms=1000 * seconds['stock'][i] / timed,
-             fast_ms=1000 * seconds['fast'][i] / timed)
+             stock_ms=float(np.median(ms['stock'][:, i])),
+             fast_ms=float(np.median(ms['fast'][:, i])),
+             stock_mean_ms=float(ms['stock'][:, i].mean()),
+             fast_mean_ms=float(ms['fast'][:, i].mean()))
         for i, (name, fast_name) in enumerate(zip(names, fast_names))
     ]
-    return rows, timed, mismatches
+    totals = {v: ms[v].sum(axis=1) for v in VARIANTS}
+    return rows, totals, timed, mismatches
 
 
 def format_table(result):
@@ -196,6 +204,7 @@ def format_table(result):
         f'{result["samples"]} samples (after {result["warmup"]} warm-up, '
         f'seeds {result["seeds"]}), {result["points_per_frame"]} points per '
         f'frame, one core; identical samples: {result["identical"]}',
+        'ms: median over the samples (means in the JSON)',
         f'{"transform":<28}{"stock ms":>10}{"ours ms":>10}{"stock/ours":>12}'
         f'  ours']
     for row in rows:
@@ -207,6 +216,9 @@ def format_table(result):
     lines.append(
         f'{"whole pipeline":<28}{total["stock_ms"]:>10.2f}'
         f'{total["fast_ms"]:>10.2f}{total["speedup"]:>11.2f}x')
+    lines.append(
+        f'{"whole pipeline (mean)":<28}{total["stock_mean_ms"]:>10.2f}'
+        f'{total["fast_mean_ms"]:>10.2f}{total["mean_speedup"]:>11.2f}x')
     lines.append(
         f'{"samples/s":<28}{total["stock_samples_per_s"]:>10.2f}'
         f'{total["fast_samples_per_s"]:>10.2f}')
@@ -221,6 +233,7 @@ def format_table(result):
 
 
 def run_parent(args):
+    import numpy as np
     import torch
     torch.set_num_threads(1)
     if args.data_root is None:
@@ -229,15 +242,20 @@ def run_parent(args):
         args.data_root = str(prepare_dense_synthetic(
             points_per_frame=args.points_per_frame))
     configs = _load(args)
-    rows, timed, mismatches = steady_state(args, configs)
-    stock_ms = sum(r['stock_ms'] for r in rows)
-    fast_ms = sum(r['fast_ms'] for r in rows)
+    rows, totals, timed, mismatches = steady_state(args, configs)
+    # Medians over the samples: robust to other processes on the cores.
+    stock_ms = float(np.median(totals['stock']))
+    fast_ms = float(np.median(totals['fast']))
     result = dict(
         config=osp.relpath(args.config, REPO), data_root=args.data_root,
         points_per_frame=args.points_per_frame, samples=timed,
         warmup=args.warmup, seeds=args.seeds, transforms=rows,
         pipeline=dict(stock_ms=stock_ms, fast_ms=fast_ms,
+                      stock_mean_ms=float(totals['stock'].mean()),
+                      fast_mean_ms=float(totals['fast'].mean()),
                       speedup=stock_ms / fast_ms,
+                      mean_speedup=float(totals['stock'].mean() /
+                                         totals['fast'].mean()),
                       stock_samples_per_s=1000 / stock_ms,
                       fast_samples_per_s=1000 / fast_ms),
         identical=not mismatches, mismatches=mismatches[:20],

@@ -51,19 +51,25 @@ def _near_boxes(points: np.ndarray, corners: np.ndarray) -> np.ndarray:
     high = box_high.max(axis=0).astype(np.float64) + 2 * CELL
     shape = np.ceil((high - low) / CELL).astype(np.int64) + 1
     # Cells 0 and shape - 1 stay empty: they take every point outside.
-    owner = np.full(shape, -1, dtype=np.int64)
+    owner = np.full(shape, -1,
+                    dtype=np.int16 if len(corners) < 2**15 else np.int64)
     first = np.floor((box_low - low) / CELL).astype(np.int64) - 1
     last = np.floor((box_high - low) / CELL).astype(np.int64) + 1
     for box, ((x0, y0), (x1, y1)) in enumerate(zip(first, last)):
         region = owner[x0:x1 + 1, y0:y1 + 1]
         region[...] = np.where(region == -1, box, -2)
-    cells = []
+    flat = None
     for axis in range(2):
         cell = points[:, axis] - np.float32(low[axis])
         cell *= np.float32(1 / CELL)
         np.clip(cell, 0, shape[axis] - 1, out=cell)
-        cells.append(cell.astype(np.intp))
-    return owner[cells[0], cells[1]]
+        cell = cell.astype(np.intp)
+        if flat is None:
+            flat = cell
+            flat *= shape[1]
+        else:
+            flat += cell
+    return owner.ravel().take(flat)
 
 
 def _inside(xyz: np.ndarray, normal_vec: np.ndarray,

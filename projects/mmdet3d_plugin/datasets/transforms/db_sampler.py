@@ -1,6 +1,6 @@
 """``DataBaseSampler`` without numba and without per-object copies."""
 import os
-from typing import List, Optional
+from typing import List, Optional, Tuple
 
 import numpy as np
 
@@ -19,9 +19,10 @@ class FastDataBaseSampler(DataBaseSampler):
 
     ``sample_class_v2``'s collision test is :func:`box_collision_rows`
     (exact, numpy: no numba compilation in a fresh worker) on the rows of
-    the sampled boxes only, then stock's accept/reject pass; the sampled
-    infos are read, not deep-copied (nothing here writes to them). The
-    labels are int64 (mmdet3d 1.4.0 names ``np.long``, see
+    the sampled boxes only, then stock's accept/reject pass; each box's BEV
+    corners are computed once, not again for every later class; the
+    sampled infos are read, not deep-copied (nothing here writes to them).
+    The labels are int64 (mmdet3d 1.4.0 names ``np.long``, see
     ``compat.dbsampler``).
 
     Examples:
@@ -45,11 +46,14 @@ class FastDataBaseSampler(DataBaseSampler):
         sampled = []
         sampled_gt_bboxes = []
         avoid_coll_boxes = gt_bboxes
+        avoid_coll_bv = None  # their BEV corners, grown with each class
         for class_name, sampled_num in zip(self.sample_classes,
                                            sample_num_per_class):
             if sampled_num > 0:
-                sampled_cls = self.sample_class_v2(class_name, sampled_num,
-                                                   avoid_coll_boxes)
+                if avoid_coll_bv is None:
+                    avoid_coll_bv = _bev_corners(avoid_coll_boxes)
+                sampled_cls, sampled_bv = self._sample_class(
+                    class_name, sampled_num, avoid_coll_boxes, avoid_coll_bv)
                 sampled += sampled_cls
                 if len(sampled_cls) > 0:
                     sampled_gt_box = np.stack(
@@ -57,19 +61,13 @@ class FastDataBaseSampler(DataBaseSampler):
                     sampled_gt_bboxes += [sampled_gt_box]
                     avoid_coll_boxes = np.concatenate(
                         [avoid_coll_boxes, sampled_gt_box], axis=0)
+                    avoid_coll_bv = np.concatenate(
+                        [avoid_coll_bv, sampled_bv], axis=0)
         if len(sampled) == 0:
             return None
 
         sampled_gt_bboxes = np.concatenate(sampled_gt_bboxes, axis=0)
-        s_points_list = []
-        for info in sampled:
-            file_path = os.path.join(
-                self.data_root,
-                info['path']) if self.data_root else info['path']
-            results = dict(lidar_points=dict(lidar_path=file_path))
-            s_points = self.points_loader(results)['points']
-            s_points.translate(info['box3d_lidar'][:3])
-            s_points_list.append(s_points)
+        s_points_list = self._load_sampled_points(sampled)
         gt_labels = np.array([self.cat2label[s['name']] for s in sampled],
                              dtype=np.int64)
         if ground_plane is not None:
@@ -86,28 +84,52 @@ class FastDataBaseSampler(DataBaseSampler):
                                    gt_bboxes.shape[0] + len(sampled))
         }
 
+    def _load_sampled_points(self, sampled: List[dict]) -> list:
+        """Each sampled object's points (stock's ``points_loader``), moved
+        to its box (stock's float32 ``translate``)."""
+        s_points_list = []
+        for info in sampled:
+            file_path = os.path.join(
+                self.data_root,
+                info['path']) if self.data_root else info['path']
+            results = dict(lidar_points=dict(lidar_path=file_path))
+            s_points = self.points_loader(results)['points']
+            s_points.translate(info['box3d_lidar'][:3])
+            s_points_list.append(s_points)
+        return s_points_list
+
     def sample_class_v2(self, name: str, num: int,
                         gt_bboxes: np.ndarray) -> List[dict]:
+        return self._sample_class(name, num, gt_bboxes,
+                                  _bev_corners(gt_bboxes))[0]
+
+    def _sample_class(self, name: str, num: int, gt_bboxes: np.ndarray,
+                      gt_bboxes_bv: np.ndarray) -> Tuple[List[dict],
+                                                         np.ndarray]:
+        """Stock's ``sample_class_v2`` given the BEV corners of
+        ``gt_bboxes`` (stock recomputes them for every class: the same
+        values, each box's corners depend on that box alone); also returns
+        the corners of the samples kept."""
         sampled = self.sampler_dict[name].sample(num)
         num_gt = gt_bboxes.shape[0]
         num_sampled = len(sampled)
-        gt_bboxes_bv = box_np_ops.center_to_corner_box2d(
-            gt_bboxes[:, 0:2], gt_bboxes[:, 3:5], gt_bboxes[:, 6])
         sp_boxes = np.stack([i['box3d_lidar'] for i in sampled], axis=0)
-        # Stock's layout: the sampled boxes as rows of one copied array.
-        boxes = np.concatenate([gt_bboxes, sp_boxes], axis=0).copy()
-        sp_boxes_new = boxes[num_gt:]
-        sp_boxes_bv = box_np_ops.center_to_corner_box2d(
-            sp_boxes_new[:, 0:2], sp_boxes_new[:, 3:5], sp_boxes_new[:, 6])
+        sp_boxes_bv = _bev_corners(sp_boxes)
         total_bv = np.concatenate([gt_bboxes_bv, sp_boxes_bv], axis=0)
         rows = np.arange(num_gt, num_gt + num_sampled)
         coll = box_collision_rows(total_bv, rows)
         coll[np.arange(num_sampled), rows] = False
         # Stock's pass: a rejected sample no longer blocks later ones.
-        valid_samples = []
+        valid = []
         for r in range(num_sampled):
             if coll[r].any():
                 coll[:, num_gt + r] = False
             else:
-                valid_samples.append(sampled[r])
-        return valid_samples
+                valid.append(r)
+        return [sampled[r] for r in valid], sp_boxes_bv[valid]
+
+
+def _bev_corners(boxes: np.ndarray) -> np.ndarray:
+    """BEV corners of LiDAR boxes, as ``sample_class_v2`` computes them."""
+    return box_np_ops.center_to_corner_box2d(boxes[:, 0:2], boxes[:, 3:5],
+                                             boxes[:, 6])
