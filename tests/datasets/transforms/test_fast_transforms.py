@@ -10,6 +10,8 @@ from mmdet3d.registry import DATASETS, TRANSFORMS
 from projects.mmdet3d_plugin import load_config
 from projects.mmdet3d_plugin.config.data_root import redirect_data_root
 from projects.mmdet3d_plugin.config.presets import replace_transform_types
+from projects.mmdet3d_plugin.datasets.transforms import (
+    global_rot_scale_trans, load_points_from_multi_sweeps)
 from tests.helpers.pipeline_equality import (FAST_TYPES, compare_transform,
                                              difference, fast_config,
                                              rng_state, seed_all)
@@ -111,3 +113,32 @@ def test_fast_transform_equals_stock(pillar02, case, kind, args, before,
                 # The samplers' own state (shuffled order, position).
                 assert difference(stock.db_sampler.sampler_dict,
                                   fast.db_sampler.sampler_dict) is None
+
+
+def test_column_arithmetic_checks_pass_here():
+    """The column-by-column paths are the ones the cases above test."""
+    assert load_points_from_multi_sweeps.column_move_is_exact()
+    assert global_rot_scale_trans.column_steps_are_exact()
+
+
+@pytest.mark.parametrize('kind, module, check', [
+    ('LoadPointsFromMultiSweeps', load_points_from_multi_sweeps,
+     'column_move_is_exact'),
+    ('GlobalRotScaleTrans', global_rot_scale_trans, 'column_steps_are_exact'),
+])
+def test_stock_statements_where_the_check_fails(pillar02, monkeypatch, kind,
+                                                module, check):
+    """Where the column arithmetic would differ, stock's statements run."""
+    monkeypatch.setattr(module, check, lambda: False)
+    transforms, dataset = pillar02
+    stock = TRANSFORMS.build(copy.deepcopy(transforms[kind]))
+    fast = TRANSFORMS.build(fast_config(transforms[kind]))
+    before = SWEEPS[:-1] if kind == 'LoadPointsFromMultiSweeps' else SAMPLED
+    seed_all(0)
+    prefix = [TRANSFORMS.build(copy.deepcopy(transforms[t])) for t in before]
+    for index in range(3):
+        results = inputs(dataset, index)
+        for transform in prefix:
+            results = transform(results)
+        _, found = compare_transform(stock, fast, results, rng_state())
+        assert found is None, f'sample {index}: {found}'
