@@ -5,7 +5,7 @@ The shipped CenterPoint pillar02 config's train pipeline (10 sweeps,
 GT-database sampling, augmentation, filters, shuffle) on the generated
 nuScenes-format data at nuScenes density (34,720 points per key frame and
 sweep; made once and cached in data/.cache, about 700 MB), one core
-(``torch.set_num_threads(1)``):
+(``torch.set_num_threads(1)``, one BLAS / OpenMP thread):
 
 - steady state after ``--warmup`` samples: ms per sample of each transform
   and of the whole pipeline, samples/s, stock / ours;
@@ -31,6 +31,11 @@ import os.path as osp
 import subprocess
 import sys
 import time
+
+# One core: no BLAS / OpenMP threads either (stock's float64 products run
+# on numpy's BLAS; mmengine sets the same for its DataLoader workers).
+for _name in ('OMP_NUM_THREADS', 'OPENBLAS_NUM_THREADS', 'MKL_NUM_THREADS'):
+    os.environ[_name] = '1'
 
 REPO = osp.dirname(osp.dirname(osp.abspath(__file__)))
 if REPO not in sys.path:

@@ -1,5 +1,7 @@
 """Points objects around an existing tensor, without the copy that
 ``BasePoints.__init__`` makes (it clones whatever it is given)."""
+import os
+import threading
 from typing import Optional, Type, Union
 
 import numpy as np
@@ -64,3 +66,39 @@ def read_float32(path: str) -> Optional[np.ndarray]:
         return np.fromfile(path, dtype=np.float32)
     except (FileNotFoundError, IsADirectoryError, PermissionError):
         return None
+
+
+#: Read buffers of :func:`read_float32_reused`, per thread and slot.
+_BUFFERS = threading.local()
+
+
+def read_float32_reused(path: str, slot: int) -> Optional[np.ndarray]:
+    """Like :func:`read_float32`, into a buffer that this thread reuses for
+    ``slot``: no fresh pages (page faults) per read. The array is valid
+    until the next read into the same slot, so for values consumed at
+    once (copied elsewhere) only."""
+    if path.endswith('.npy') or '://' in path:
+        return None
+    try:
+        stream = open(path, 'rb', buffering=0)
+    except OSError:
+        return None
+    with stream:
+        size = os.fstat(stream.fileno()).st_size
+        if size % 4:
+            return None
+        buffers = getattr(_BUFFERS, 'by_slot', None)
+        if buffers is None:
+            buffers = _BUFFERS.by_slot = {}
+        buffer = buffers.get(slot)
+        if buffer is None or buffer.nbytes < size:
+            buffer = buffers[slot] = np.empty(size // 4 + size // 16,
+                                              dtype=np.float32)
+        values = buffer[:size // 4]
+        view, done = memoryview(values).cast('B'), 0
+        while done < size:
+            read = stream.readinto(view[done:])
+            if not read:
+                return None  # the file shrank while being read
+            done += read
+    return values

@@ -8,7 +8,7 @@ import numpy as np
 from mmdet3d.datasets.transforms import LoadPointsFromMultiSweeps
 from mmdet3d.registry import TRANSFORMS
 
-from ._points import points_like, read_float32
+from ._points import points_like, read_float32, read_float32_reused
 
 
 def _stock_move(seg: np.ndarray, lidar2sensor: np.ndarray) -> None:
@@ -62,10 +62,11 @@ class FastLoadPointsFromMultiSweeps(LoadPointsFromMultiSweeps):
     and the same random draws.
 
     The sweeps are chosen as stock chooses them (the same
-    ``np.random.choice`` call), each file is read once with
-    ``np.fromfile``, the points that ``remove_close`` keeps are compressed
-    straight into one preallocated array, and each sweep is moved into the
-    key frame with stock's own numpy statements (float32 points times the
+    ``np.random.choice`` call), each file is read once into a buffer the
+    worker reuses (no fresh pages per sample), the points that
+    ``remove_close`` keeps are compressed straight into one preallocated
+    array, and each sweep is moved into the key frame with stock's
+    arithmetic (float32 points times the
     float64 ``lidar2sensor`` rotation, minus its translation, cast back to
     float32): column by column in float64, as numpy's matmul loop sums
     them, where a check at first use finds the bits equal (else stock's
@@ -114,9 +115,14 @@ class FastLoadPointsFromMultiSweeps(LoadPointsFromMultiSweeps):
                 keep = self._not_close(key) if self.remove_close else None
                 parts += [(key, keep, None)] * self.sweeps_num
         else:
-            for idx in self._choices(results):
+            for slot, idx in enumerate(self._choices(results)):
                 sweep = results['lidar_sweeps'][idx]
-                raw = self._load_points(sweep['lidar_points']['lidar_path'])
+                path = sweep['lidar_points']['lidar_path']
+                # Read into a reused buffer (copied into ``out`` below).
+                raw = None if self.backend_args is not None else \
+                    read_float32_reused(path, slot)
+                if raw is None:
+                    raw = self._load_points(path)
                 raw = raw.reshape(-1, self.load_dim)
                 keep = self._not_close(raw) if self.remove_close else None
                 parts.append((raw, keep, sweep))
