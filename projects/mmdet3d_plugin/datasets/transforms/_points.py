@@ -102,3 +102,16 @@ def read_float32_reused(path: str, slot: int) -> Optional[np.ndarray]:
                 return None  # the file shrank while being read
             done += read
     return values
+
+
+def scratch(key: str, size: int, dtype=np.float32) -> np.ndarray:
+    """A 1-d array of ``size`` values that this thread reuses for ``key``
+    (its values are whatever was left there), for intermediate values
+    only."""
+    arrays = getattr(_BUFFERS, 'scratch', None)
+    if arrays is None:
+        arrays = _BUFFERS.scratch = {}
+    array = arrays.get(key)
+    if array is None or array.dtype != dtype or array.size < size:
+        array = arrays[key] = np.empty(size + size // 4, dtype=dtype)
+    return array[:size]

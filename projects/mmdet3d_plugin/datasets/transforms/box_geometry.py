@@ -23,6 +23,8 @@ import numpy as np
 
 from mmdet3d.structures.ops import box_np_ops
 
+from ._points import scratch
+
 #: Corner indices of the six faces, in ``corner_to_surfaces_3d``'s order.
 _FACES = np.array([[0, 1, 2, 3], [7, 6, 5, 4], [0, 3, 7, 4], [1, 5, 6, 2],
                    [0, 4, 5, 1], [3, 2, 6, 7]])
@@ -58,17 +60,18 @@ def _near_boxes(points: np.ndarray, corners: np.ndarray) -> np.ndarray:
     for box, ((x0, y0), (x1, y1)) in enumerate(zip(first, last)):
         region = owner[x0:x1 + 1, y0:y1 + 1]
         region[...] = np.where(region == -1, box, -2)
-    flat = None
+    size = len(points)
+    position = scratch('near_boxes_position', size)
+    flat = scratch('near_boxes_flat', size, dtype=np.intp)
+    cell = scratch('near_boxes_cell', size, dtype=np.intp)
     for axis in range(2):
-        cell = points[:, axis] - np.float32(low[axis])
-        cell *= np.float32(1 / CELL)
-        np.clip(cell, 0, shape[axis] - 1, out=cell)
-        cell = cell.astype(np.intp)
-        if flat is None:
-            flat = cell
-            flat *= shape[1]
-        else:
-            flat += cell
+        np.subtract(points[:, axis], np.float32(low[axis]), out=position)
+        position *= np.float32(1 / CELL)
+        np.clip(position, 0, shape[axis] - 1, out=position)
+        # Truncation of values >= 0: their floor.
+        np.copyto(flat if axis == 0 else cell, position, casting='unsafe')
+    flat *= shape[1]
+    flat += cell
     return owner.ravel().take(flat)
 
 

@@ -9,6 +9,8 @@ from mmdet3d.datasets.transforms import GlobalRotScaleTrans
 from mmdet3d.registry import TRANSFORMS
 from mmdet3d.structures.points import BasePoints
 
+from ._points import scratch
+
 
 def _stock_steps(tensor: torch.Tensor, rot_mat_T: torch.Tensor,
                  scale: float, trans: np.ndarray) -> None:
@@ -27,14 +29,18 @@ def _column_steps(tensor: torch.Tensor, rot_mat_T: torch.Tensor,
     points = tensor.numpy()
     rot = rot_mat_T.numpy()
     trans = np.asarray(trans, dtype=np.float32)
-    xyz = [points[:, axis].copy() for axis in range(3)]
-    for p in range(3):
-        column = xyz[0] * rot[0, p]
+    size = len(points)
+    term = scratch('rot_scale_trans_term', size)
+    columns = [scratch(f'rot_scale_trans_{p}', size) for p in range(3)]
+    for p, column in enumerate(columns):
+        np.multiply(points[:, 0], rot[0, p], out=column)
         column += np.float32(0.0)  # from +0: -0.0 sums to +0.0 there
-        column += xyz[1] * rot[1, p]
-        column += xyz[2] * rot[2, p]
+        for axis in (1, 2):
+            np.multiply(points[:, axis], rot[axis, p], out=term)
+            column += term
         column *= np.float32(scale)
         column += trans[p]
+    for p, column in enumerate(columns):
         points[:, p] = column
 
 

@@ -4,7 +4,7 @@ import numpy as np
 from mmdet3d.datasets.transforms import PointsRangeFilter
 from mmdet3d.registry import TRANSFORMS
 
-from ._points import points_like
+from ._points import points_like, scratch
 
 
 @TRANSFORMS.register_module()
@@ -26,10 +26,11 @@ class FastPointsRangeFilter(PointsRangeFilter):
         array = points.tensor.numpy()
         low, high = self.pcd_range[:3], self.pcd_range[3:]
         mask = array[:, 0] > low[0]
+        test = scratch('points_range_test', len(array), dtype=bool)
         for axis in range(3):
             if axis:
-                mask &= array[:, axis] > low[axis]
-            mask &= array[:, axis] < high[axis]
+                mask &= np.greater(array[:, axis], low[axis], out=test)
+            mask &= np.less(array[:, axis], high[axis], out=test)
         input_dict['points'] = points_like(
             points, np.compress(mask, array, axis=0))
         for key in ('pts_instance_mask', 'pts_semantic_mask'):
