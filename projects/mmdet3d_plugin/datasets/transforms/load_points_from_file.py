@@ -32,15 +32,29 @@ class FastLoadPointsFromFile(LoadPointsFromFile):
             points = super()._load_points(pts_filename)
         return points
 
+    def plain_local_files(self) -> bool:
+        """Whether the points are the file's columns only (no
+        ``shift_height``, ``use_color``, ``norm_intensity`` or
+        ``norm_elongation``), read from local storage."""
+        return self.backend_args is None and not (
+            self.shift_height or self.use_color or self.norm_intensity
+            or self.norm_elongation)
+
+    def read_points(self, path: str) -> np.ndarray:
+        """The (N, len(use_dim)) float32 values this transform's points
+        hold, in an array of their own (contiguous, writable); for
+        :meth:`plain_local_files` loaders."""
+        points = self._load_points(path).reshape(-1, self.load_dim)
+        if list(self.use_dim) != list(range(self.load_dim)) or \
+                not points.flags.writeable:
+            points = np.ascontiguousarray(points[:, self.use_dim])
+        return points
+
     def transform(self, results: dict) -> dict:
         if (self.shift_height or self.use_color or self.norm_intensity
                 or self.norm_elongation):
             return super().transform(results)
-        points = self._load_points(results['lidar_points']['lidar_path'])
-        points = points.reshape(-1, self.load_dim)
-        if list(self.use_dim) != list(range(self.load_dim)) or \
-                not points.flags.writeable:
-            points = np.ascontiguousarray(points[:, self.use_dim])
+        points = self.read_points(results['lidar_points']['lidar_path'])
         results['points'] = points_like(
             get_points_type(self.coord_type), points, points.shape[-1])
         return results
