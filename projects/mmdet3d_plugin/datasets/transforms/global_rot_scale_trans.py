@@ -30,17 +30,19 @@ def _column_steps(tensor: torch.Tensor, rot_mat_T: torch.Tensor,
     rot = rot_mat_T.numpy()
     trans = np.asarray(trans, dtype=np.float32)
     size = len(points)
+    xyz = [scratch(f'rot_scale_trans_{axis}', size) for axis in range(3)]
+    for axis, values in enumerate(xyz):
+        values[...] = points[:, axis]
     term = scratch('rot_scale_trans_term', size)
-    columns = [scratch(f'rot_scale_trans_{p}', size) for p in range(3)]
-    for p, column in enumerate(columns):
-        np.multiply(points[:, 0], rot[0, p], out=column)
+    column = scratch('rot_scale_trans_column', size)
+    for p in range(3):
+        np.multiply(xyz[0], rot[0, p], out=column)
         column += np.float32(0.0)  # from +0: -0.0 sums to +0.0 there
         for axis in (1, 2):
-            np.multiply(points[:, axis], rot[axis, p], out=term)
+            np.multiply(xyz[axis], rot[axis, p], out=term)
             column += term
         column *= np.float32(scale)
         column += trans[p]
-    for p, column in enumerate(columns):
         points[:, p] = column
 
 
