@@ -42,7 +42,8 @@ class FastObjectSample(ObjectSample):
                            np.compress(keep, points.tensor.numpy(), axis=0))
 
     def transform(self, input_dict: dict) -> dict:
-        if self.disabled or self.sample_2d:
+        if self.disabled or self.sample_2d or \
+                input_dict['points'].tensor.device.type != 'cpu':
             return super().transform(input_dict)
         gt_bboxes_3d = input_dict['gt_bboxes_3d']
         gt_labels_3d = input_dict['gt_labels_3d']

@@ -23,6 +23,8 @@ class FastPointsRangeFilter(PointsRangeFilter):
 
     def transform(self, input_dict: dict) -> dict:
         points = input_dict['points']
+        if points.tensor.device.type != 'cpu':
+            return super().transform(input_dict)
         array = points.tensor.numpy()
         low, high = self.pcd_range[:3], self.pcd_range[3:]
         mask = array[:, 0] > low[0]
