@@ -3,9 +3,10 @@
 # replaced by the plugin's Fast* transforms
 # (projects/mmdet3d_plugin/datasets/transforms), which take the
 # same arguments and give the same samples bit for bit, with the same random
-# draws, so training is unchanged. About 3x the samples per second of a
-# CenterPoint train pipeline at nuScenes density, and no numba compilation
-# before a worker's first sample (benchmarks/bench_pipeline.py).
+# draws, so training is unchanged. The CenterPoint pillar02 train pipeline
+# at nuScenes density runs about 2.7-2.9x the samples per second on one
+# core, and a fresh worker compiles no numba kernel before its first sample
+# (benchmarks/bench_pipeline.py).
 #
 # Use when data loading limits training (GPUs waiting for batches, many
 # sweeps, ObjectSample) or workers start often; it changes nothing else.

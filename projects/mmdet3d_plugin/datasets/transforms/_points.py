@@ -68,6 +68,28 @@ def read_float32(path: str) -> Optional[np.ndarray]:
         return None
 
 
+def read_into(path: str, array: np.ndarray) -> bool:
+    """Fill the contiguous ``array`` with a local file's bytes, which must
+    be exactly as many; False (``array`` then undefined) where they are not
+    or the file cannot be read so."""
+    if path.endswith('.npy') or '://' in path:
+        return False
+    try:
+        stream = open(path, 'rb', buffering=0)
+    except OSError:
+        return False
+    with stream:
+        if os.fstat(stream.fileno()).st_size != array.nbytes:
+            return False
+        view, done = memoryview(array).cast('B'), 0
+        while done < array.nbytes:
+            read = stream.readinto(view[done:])
+            if not read:
+                return False
+            done += read
+    return True
+
+
 #: Read buffers of :func:`read_float32_reused`, per thread and slot.
 _BUFFERS = threading.local()
 

@@ -9,7 +9,7 @@ from mmdet3d.registry import TRANSFORMS
 from mmdet3d.structures.ops import box_np_ops
 from mmdet3d.structures.points import get_points_type
 
-from ._points import points_like
+from ._points import points_like, read_into
 from .box_geometry import box_collision_rows
 from .load_points_from_file import FastLoadPointsFromFile
 
@@ -100,15 +100,18 @@ class FastDataBaseSampler(DataBaseSampler):
         loader = self.points_loader
         if merged and isinstance(loader, FastLoadPointsFromFile) and \
                 loader.plain_local_files():
-            # The loader's own read, then the float32 translation in
-            # numpy (the same IEEE additions): one points object for all.
-            arrays = []
-            for path, info in zip(paths, sampled):
-                array = loader.read_points(path)
-                array[:, :3] += info['box3d_lidar'][:3].astype(np.float32)
-                arrays.append(array)
-            return [points_like(get_points_type(loader.coord_type),
-                                np.concatenate(arrays, axis=0))]
+            # The files straight into one array, then the float32
+            # translation in numpy (the same IEEE additions as stock's
+            # torch ``translate``): one points object for all.
+            points = self._read_all(loader, paths)
+            if points is not None:
+                start = 0
+                for info, rows in zip(sampled, points[1]):
+                    points[0][start:start + rows, :3] += \
+                        info['box3d_lidar'][:3].astype(np.float32)
+                    start += rows
+                return [points_like(get_points_type(loader.coord_type),
+                                    points[0])]
         s_points_list = []
         for path, info in zip(paths, sampled):
             results = dict(lidar_points=dict(lidar_path=path))
@@ -116,6 +119,31 @@ class FastDataBaseSampler(DataBaseSampler):
             s_points.translate(info['box3d_lidar'][:3])
             s_points_list.append(s_points)
         return s_points_list
+
+    @staticmethod
+    def _read_all(loader: FastLoadPointsFromFile,
+                  paths: List[str]) -> Optional[Tuple[np.ndarray, list]]:
+        """All files' points in one array and each file's number of rows,
+        as ``loader`` reads them; None where a file needs the loader."""
+        columns = list(loader.use_dim)
+        row_bytes = 4 * loader.load_dim
+        try:
+            sizes = [os.stat(path).st_size for path in paths]
+        except OSError:
+            return None
+        if any(size % row_bytes for size in sizes):
+            return None
+        rows = [size // row_bytes for size in sizes]
+        if columns != list(range(loader.load_dim)):
+            arrays = [loader.read_points(path) for path in paths]
+            return np.concatenate(arrays, axis=0), [len(a) for a in arrays]
+        out = np.empty((sum(rows), loader.load_dim), dtype=np.float32)
+        start = 0
+        for path, count in zip(paths, rows):
+            if not read_into(path, out[start:start + count]):
+                return None
+            start += count
+        return out, rows
 
     def sample_class_v2(self, name: str, num: int,
                         gt_bboxes: np.ndarray) -> List[dict]:
