@@ -21,7 +21,7 @@ from tests.helpers.synthetic_data import REPO_ROOT, prepare_dense_synthetic
 PILLAR02 = ('configs/centerpoint/'
             'centerpoint_pillar02_second_secfpn_8xb4-cyclic-20e_nus-3d.py')
 SEEDS = (0, 1, 2)
-SAMPLES = 8
+SAMPLES = 12
 
 
 @pytest.fixture(scope='module')
