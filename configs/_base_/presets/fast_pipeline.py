@@ -4,7 +4,7 @@
 # (projects/mmdet3d_plugin/datasets/transforms), which take the
 # same arguments and give the same samples bit for bit, with the same random
 # draws, so training is unchanged. The CenterPoint pillar02 train pipeline
-# at nuScenes density runs about 2.7-2.9x the samples per second on one
+# at nuScenes density runs about 2.6-2.9x the samples per second on one
 # core, and a fresh worker compiles no numba kernel before its first sample
 # (benchmarks/bench_pipeline.py).
 #
