@@ -8,7 +8,8 @@ sweep; made once and cached in data/.cache, about 700 MB), one core
 (``torch.set_num_threads(1)``, one BLAS / OpenMP thread):
 
 - steady state after ``--warmup`` samples: ms per sample of each transform
-  and of the whole pipeline, samples/s, stock / ours;
+  and of the whole pipeline (CPU time of the one thread, so other work on
+  the machine does not count; the wall time too), samples/s, stock / ours;
 - every sample of both compared (points, boxes, labels, metadata: bit for
   bit, and the numpy / Python / torch random state after each);
 - the first sample in a fresh process (a subprocess per pipeline): the
@@ -160,8 +161,11 @@ def steady_state(args, configs):
                                            rng_state, seed_all)
     built = {v: _build(configs[v]) for v in VARIANTS}
     names = [type(t).__name__ for t in built['stock'][1]]
-    # Seconds of each transform, one row per timed sample.
+    # CPU seconds of this thread in each transform (what one core spends,
+    # whatever else runs on the machine), one row per timed sample; and
+    # each sample's wall time.
     seconds = {v: [] for v in VARIANTS}
+    wall = {v: [] for v in VARIANTS}
     mismatches, timed = [], 0
     dataset = built['stock'][0]
     for seed in args.seeds:
@@ -174,14 +178,16 @@ def steady_state(args, configs):
                 seed_all(seed * 100003 + step)
                 results = _inputs(dataset, index)
                 row = [0.0] * len(names)
+                started = time.perf_counter()
                 for i, transform in enumerate(transforms):
-                    start = time.perf_counter()
+                    start = time.thread_time()
                     results = transform(results)
-                    row[i] = time.perf_counter() - start
+                    row[i] = time.thread_time() - start
                     if results is None:
                         break
                 if step >= args.warmup:
                     seconds[variant].append(row)
+                    wall[variant].append(time.perf_counter() - started)
                 outputs[variant] = (results, rng_state())
             found = difference(outputs['stock'][0], outputs['fast'][0]) or \
                 rng_difference(outputs['stock'][1], outputs['fast'][1])
@@ -200,7 +206,8 @@ def steady_state(args, configs):
         for i, (name, fast_name) in enumerate(zip(names, fast_names))
     ]
     totals = {v: ms[v].sum(axis=1) for v in VARIANTS}
-    return rows, totals, timed, mismatches
+    walls = {v: 1000 * np.array(wall[v]) for v in VARIANTS}
+    return rows, totals, walls, timed, mismatches
 
 
 def format_table(result):
@@ -209,7 +216,8 @@ def format_table(result):
         f'{result["samples"]} samples (after {result["warmup"]} warm-up, '
         f'seeds {result["seeds"]}), {result["points_per_frame"]} points per '
         f'frame, one core; identical samples: {result["identical"]}',
-        'ms: median over the samples (means in the JSON)',
+        'ms: CPU time of the one thread, median over the samples (means '
+        'in the JSON)',
         f'{"transform":<28}{"stock ms":>10}{"ours ms":>10}{"stock/ours":>12}'
         f'  ours']
     for row in rows:
@@ -225,7 +233,11 @@ def format_table(result):
         f'{"whole pipeline (mean)":<28}{total["stock_mean_ms"]:>10.2f}'
         f'{total["fast_mean_ms"]:>10.2f}{total["mean_speedup"]:>11.2f}x')
     lines.append(
-        f'{"samples/s":<28}{total["stock_samples_per_s"]:>10.2f}'
+        f'{"whole pipeline (wall)":<28}{total["stock_wall_ms"]:>10.2f}'
+        f'{total["fast_wall_ms"]:>10.2f}'
+        f'{total["stock_wall_ms"] / total["fast_wall_ms"]:>11.2f}x')
+    lines.append(
+        f'{"samples/s (one core)":<28}{total["stock_samples_per_s"]:>10.2f}'
         f'{total["fast_samples_per_s"]:>10.2f}')
     first = result['first_sample']
     for key, label in (('first_sample_s', 'first sample, fresh process'),
@@ -247,7 +259,7 @@ def run_parent(args):
         args.data_root = str(prepare_dense_synthetic(
             points_per_frame=args.points_per_frame))
     configs = _load(args)
-    rows, totals, timed, mismatches = steady_state(args, configs)
+    rows, totals, walls, timed, mismatches = steady_state(args, configs)
     # Medians over the samples: robust to other processes on the cores.
     stock_ms = float(np.median(totals['stock']))
     fast_ms = float(np.median(totals['fast']))
@@ -258,6 +270,8 @@ def run_parent(args):
         pipeline=dict(stock_ms=stock_ms, fast_ms=fast_ms,
                       stock_mean_ms=float(totals['stock'].mean()),
                       fast_mean_ms=float(totals['fast'].mean()),
+                      stock_wall_ms=float(np.median(walls['stock'])),
+                      fast_wall_ms=float(np.median(walls['fast'])),
                       speedup=stock_ms / fast_ms,
                       mean_speedup=float(totals['stock'].mean() /
                                          totals['fast'].mean()),
