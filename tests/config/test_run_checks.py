@@ -146,7 +146,7 @@ def test_missing_gt_database(nus_synthetic, tmp_path):
     cfg = _prepared(PILLAR02, nus_synthetic, options)
     sampler = next(t['db_sampler'] for t in
                    cfg.train_dataloader.dataset.dataset.pipeline
-                   if t['type'] == 'ObjectSample')
+                   if 'db_sampler' in t)
     sampler['info_path'] = str(tmp_path / 'nuscenes_dbinfos_train.pkl')
     with pytest.raises(FileNotFoundError,
                        match=r'train_dataloader\.dataset\.dataset\.pipeline'

@@ -64,9 +64,10 @@ def test_full_config_trains_and_predicts(config, nus_synthetic, tmp_path):
     redirect_data_root(cfg, nus_synthetic)
     train_pipeline = [t['type'] for t in cfg.train_dataloader.dataset.get(
         'dataset', cfg.train_dataloader.dataset).pipeline]
-    assert 'LoadPointsFromMultiSweeps' in train_pipeline
+    # Preset 'fast_pipeline': the Fast* transforms, same samples as stock.
+    assert 'FastLoadPointsFromMultiSweeps' in train_pipeline
     if config.startswith('configs/centerpoint/'):
-        assert 'ObjectSample' in train_pipeline
+        assert 'FastObjectSample' in train_pipeline
 
     runner = build_runner(cfg)
     runner.train()
@@ -81,15 +82,19 @@ def test_full_config_trains_and_predicts(config, nus_synthetic, tmp_path):
     assert len(predicted) == TEST_SAMPLES
 
 
-# Builds the train set of the pillar02 config and loads samples until
-# ObjectSample has drawn from the GT database.
+# Builds the train set of the pillar02 config, with mmdet3d's ObjectSample
+# (argv[3] 'stock') or the config's FastObjectSample, and loads samples until
+# it has drawn from the GT database.
 _DRAW_FROM_GT_DATABASE = '''
 import sys
 from mmengine.registry import init_default_scope
 from mmdet3d.registry import DATASETS
 from projects.mmdet3d_plugin import load_config
 from projects.mmdet3d_plugin.config import redirect_data_root
+from projects.mmdet3d_plugin.config.presets import replace_transform_types
 cfg = redirect_data_root(load_config(sys.argv[1]), sys.argv[2])
+if sys.argv[3] == 'stock':
+    replace_transform_types(cfg, dict(FastObjectSample='ObjectSample'))
 init_default_scope('mmdet3d')
 dataset = DATASETS.build(cfg.train_dataloader.dataset)
 for i in range(5):
@@ -98,19 +103,21 @@ print('sampled')
 '''
 
 
+@pytest.mark.parametrize('sampler', ['stock', 'fast'])
 @pytest.mark.parametrize('off', [False, True], ids=['fix-on', 'fix-off'])
-def test_gt_database_sampling_needs_the_fix(off, nus_synthetic):
-    """With ``dbsampler_np_long`` off, the shipped pipeline fails with
-    mmdet3d 1.4.0's ``np.long`` error; with it on, it samples."""
+def test_gt_database_sampling_needs_the_fix(off, sampler, nus_synthetic):
+    """With ``dbsampler_np_long`` off, mmdet3d's ``ObjectSample`` fails with
+    mmdet3d 1.4.0's ``np.long`` error; with it on, it samples. The shipped
+    ``FastObjectSample`` samples either way (its labels are int64)."""
     env = dict(os.environ)
     env.pop(OFF_VARIABLE, None)
     if off:
         env[OFF_VARIABLE] = 'dbsampler_np_long'
     proc = subprocess.run(
         [sys.executable, '-c', _DRAW_FROM_GT_DATABASE,
-         str(REPO_ROOT / PILLAR02), str(nus_synthetic)],
+         str(REPO_ROOT / PILLAR02), str(nus_synthetic), sampler],
         cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=300)
-    if off:
+    if off and sampler == 'stock':
         assert proc.returncode != 0
         assert "module 'numpy' has no attribute 'long'" in proc.stderr
     else:

@@ -2,16 +2,21 @@
 import hashlib
 from importlib.metadata import version as package_version
 from pathlib import Path
+from typing import Optional
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SYNTHETIC_DIR = REPO_ROOT / 'projects' / 'mmdet3d_plugin' / 'synthetic'
 SYNTHETIC_SOURCES = tuple(
     p.relative_to(REPO_ROOT).as_posix()
     for p in sorted(SYNTHETIC_DIR.glob('*.py')))
+#: Points per LiDAR frame at nuScenes density (the HDL-32E average).
+NUSCENES_POINTS_PER_FRAME = 34720
 
 
-def synthetic_cache_dir(seed: int = 0) -> Path:
-    """Cache folder of the generated dataset for ``seed``."""
+def synthetic_cache_dir(seed: int = 0,
+                        points_per_frame: Optional[int] = None) -> Path:
+    """Cache folder of the generated dataset for ``seed`` (and
+    ``points_per_frame``, None: the generator's default density)."""
     digest = hashlib.sha256()
     for rel in SYNTHETIC_SOURCES:
         digest.update(rel.encode())
@@ -19,5 +24,19 @@ def synthetic_cache_dir(seed: int = 0) -> Path:
     for dist in ('mmdet3d', 'nuscenes-devkit'):
         digest.update(f'{dist}=={package_version(dist)}'.encode())
     digest.update(f'seed={seed}'.encode())
+    if points_per_frame is not None:
+        digest.update(f'points_per_frame={points_per_frame}'.encode())
     return REPO_ROOT / 'data' / '.cache' / \
         f'synthetic-{digest.hexdigest()[:16]}'
+
+
+def prepare_dense_synthetic(seed: int = 0,
+                            points_per_frame: int = NUSCENES_POINTS_PER_FRAME
+                            ) -> Path:
+    """The generated dataset at nuScenes density with its info files and
+    GT database, made once and cached (about 700 MB)."""
+    from projects.mmdet3d_plugin.synthetic.writer import (
+        SyntheticNuScenesConfig, prepare_synthetic_nuscenes)
+    return prepare_synthetic_nuscenes(
+        synthetic_cache_dir(seed, points_per_frame), seed=seed,
+        config=SyntheticNuScenesConfig(points_per_frame=points_per_frame))

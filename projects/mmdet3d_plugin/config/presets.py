@@ -1,4 +1,5 @@
-"""Composable training presets: gradient accumulation and mixed precision.
+"""Composable training presets: gradient accumulation, mixed precision and
+the fast data pipeline.
 
 mmengine refuses two ``_base_`` files that set the same key, so a preset
 cannot be listed beside a model config (both set ``optim_wrapper``). Instead
@@ -14,6 +15,11 @@ merge into ``optim_wrapper``: the base's ``optimizer``, ``clip_grad``,
 ``paramwise_cfg`` and ``constructor`` are kept. A precision preset defines the
 precision completely: it replaces the base's ``type``, ``dtype`` and
 ``loss_scale``.
+
+A preset file may also hold ``transform_types = dict(Old='New', ...)``:
+every ``type='Old'`` in the config (each pipeline, nested transforms such as
+``MultiScaleFlipAug3D``'s, ``db_sampler`` and its ``points_loader``) becomes
+``'New'`` (preset ``'fast_pipeline'``).
 """
 import argparse
 import copy
@@ -36,6 +42,8 @@ PRESET_DIR = str(REPO_ROOT / 'configs' / '_base_' / 'presets')
 ACCUMULATION_PRESETS = ('grad_accum_x2', 'grad_accum_x4', 'grad_accum_x8')
 #: Presets that choose the numeric precision; at most one may be used.
 PRECISION_PRESETS = ('fp16', 'fp16_dynamic', 'bf16')
+#: Key of a preset file mapping transform types to their replacements.
+TRANSFORM_TYPES_KEY = 'transform_types'
 
 #: ``--amp`` choices of tools/train.py and the preset each one applies. A
 #: bare ``--amp`` means 'fp16' (dynamic loss scale), as in mmdet3d.
@@ -235,9 +243,70 @@ def _checked_loss_scale(loss_scale, where: str):
     return float(loss_scale)
 
 
-def _merge_preset(cfg: Config, preset: Dict, name: str) -> None:
-    """Deep-merge one preset into ``cfg`` in place."""
+def replace_transform_types(cfg: Union[Config, Dict, list],
+                            types: Dict[str, str]) -> Dict[str, int]:
+    """Replace transform types everywhere in a config, in place.
+
+    Every dict (at any depth, in dicts, lists and tuples) whose ``type`` is
+    a key of ``types`` gets the mapped type; a ``'mmdet3d.'`` scope prefix
+    is kept.
+
+    Args:
+        cfg (Config | dict | list): The config, or a part of it.
+        types (dict[str, str]): Old type -> new type.
+
+    Returns:
+        dict[str, int]: How many of each old type were replaced.
+
+    Examples:
+        >>> replace_transform_types(
+        ...     cfg, dict(PointShuffle='FastPointShuffle'))
+        {'PointShuffle': 2}
+    """
+    counts: Dict[str, int] = {}
+
+    def visit(node):
+        if isinstance(node, dict):
+            kind = node.get('type')
+            if isinstance(kind, str):
+                scope, _, bare = kind.rpartition('.')
+                if bare in types and scope in ('', 'mmdet3d'):
+                    node['type'] = (f'{scope}.' if scope else '') + \
+                        types[bare]
+                    counts[bare] = counts.get(bare, 0) + 1
+            for value in node.values():
+                visit(value)
+        elif isinstance(node, (list, tuple)):
+            for value in node:
+                visit(value)
+
+    if isinstance(cfg, Config):
+        for key in list(cfg.keys()):
+            visit(cfg[key])
+    else:
+        visit(cfg)
+    return counts
+
+
+def _merge_preset(cfg: Config, preset: Dict, name: str) -> str:
+    """Deep-merge one preset into ``cfg`` in place; return what changed
+    (for the log)."""
     preset = copy.deepcopy(preset)
+    types = preset.pop(TRANSFORM_TYPES_KEY, None)
+    if types is not None:
+        if not isinstance(types, dict) or not all(
+                isinstance(k, str) and isinstance(v, str)
+                for k, v in types.items()):
+            raise TypeError(
+                f'preset {name!r}: {TRANSFORM_TYPES_KEY} must map transform '
+                f'type names to type names, got {types!r}; write e.g. '
+                f'{TRANSFORM_TYPES_KEY} = '
+                "dict(PointShuffle='FastPointShuffle').")
+        counts = replace_transform_types(cfg, types)
+        if not preset:
+            return 'transforms: ' + (', '.join(
+                f'{old} -> {types[old]} (x{n})'
+                for old, n in sorted(counts.items())) or 'none replaced')
     ow_preset = preset.get('optim_wrapper')
     if ow_preset is not None:
         optim_wrapper = _optim_wrapper_of(cfg, f'preset {name!r}')
@@ -246,6 +315,7 @@ def _merge_preset(cfg: Config, preset: Dict, name: str) -> None:
             for key in ('dtype', 'loss_scale'):
                 optim_wrapper.pop(key, None)
     cfg.merge_from_dict(preset)
+    return _describe(cfg)
 
 
 def _describe(cfg: Config) -> str:
@@ -320,8 +390,8 @@ def merge_presets(cfg: Config, names: Optional[Sequence[str]]) -> Config:
     counts_before = accumulative_counts_of(cfg)
     for name in names:
         preset = load_preset(name)
-        _merge_preset(cfg, preset, name)
-        print_log(f'applied preset {name!r}: {_describe(cfg)}',
+        changed = _merge_preset(cfg, preset, name)
+        print_log(f'applied preset {name!r}: {changed}',
                   logger='current')
     if accumulative_counts_of(cfg) != counts_before:
         _notes_after_accumulation(cfg, 'presets')
