@@ -41,7 +41,7 @@ def _fingerprint(sample: dict) -> tuple:
 def test_every_gt_class_sampler_draws_per_sample(seeded):
     samplers = next(t.db_sampler for t in
                     seeded.dataset.dataset.pipeline.transforms
-                    if type(t).__name__ == 'ObjectSample')
+                    if hasattr(t, 'db_sampler'))
     assert seeded.gt_samplers == len(samplers.sampler_dict) > 0
     assert all(isinstance(s, SeededClassSampler)
                for s in samplers.sampler_dict.values())
