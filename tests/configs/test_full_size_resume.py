@@ -71,13 +71,14 @@ def test_pillar02_resumes_inside_its_epoch_exactly(nus_synthetic, tmp_path):
     kill = _config(tmp_path / 'kill.py', dict(type='KillSelfHook',
                                               after_iter=3))
     full, work = tmp_path / 'full', tmp_path / 'work'
-    procs = [_train(stop, full, nus_synthetic),
-             _train(kill, work, nus_synthetic)]
-    outs = [p.communicate(timeout=900)[0] for p in procs]
-    assert procs[0].returncode == 0, outs[0][-5000:]
-    assert procs[1].returncode == -signal.SIGKILL, outs[1][-5000:]
-
+    uninterrupted = _train(stop, full, nus_synthetic)
+    killed = _train(kill, work, nus_synthetic)
+    out = killed.communicate(timeout=900)[0]
+    assert killed.returncode == -signal.SIGKILL, out[-5000:]
+    # Resumed while the uninterrupted run trains its last iterations.
     resumed = _train(stop, work, nus_synthetic, '--resume')
+    full_out = uninterrupted.communicate(timeout=900)[0]
+    assert uninterrupted.returncode == 0, full_out[-5000:]
     out = resumed.communicate(timeout=900)[0]
     assert resumed.returncode == 0, out[-5000:]
     assert 'Auto resumed from the latest checkpoint' in out

@@ -14,9 +14,11 @@ NUSCENES_POINTS_PER_FRAME = 34720
 
 
 def synthetic_cache_dir(seed: int = 0,
-                        points_per_frame: Optional[int] = None) -> Path:
+                        points_per_frame: Optional[int] = None,
+                        samples_per_scene: Optional[int] = None) -> Path:
     """Cache folder of the generated dataset for ``seed`` (and
-    ``points_per_frame``, None: the generator's default density)."""
+    ``points_per_frame``, None: the generator's default density;
+    ``samples_per_scene``, None: the generator's default, 10)."""
     digest = hashlib.sha256()
     for rel in SYNTHETIC_SOURCES:
         digest.update(rel.encode())
@@ -26,17 +28,23 @@ def synthetic_cache_dir(seed: int = 0,
     digest.update(f'seed={seed}'.encode())
     if points_per_frame is not None:
         digest.update(f'points_per_frame={points_per_frame}'.encode())
+    if samples_per_scene is not None:
+        digest.update(f'samples_per_scene={samples_per_scene}'.encode())
     return REPO_ROOT / 'data' / '.cache' / \
         f'synthetic-{digest.hexdigest()[:16]}'
 
 
 def prepare_dense_synthetic(seed: int = 0,
-                            points_per_frame: int = NUSCENES_POINTS_PER_FRAME
-                            ) -> Path:
+                            points_per_frame: int = NUSCENES_POINTS_PER_FRAME,
+                            samples_per_scene: Optional[int] = None) -> Path:
     """The generated dataset at nuScenes density with its info files and
-    GT database, made once and cached (about 700 MB)."""
+    GT database, made once and cached (about 700 MB with the default 10
+    key frames per scene; tests take fewer)."""
     from projects.mmdet3d_plugin.synthetic.writer import (
         SyntheticNuScenesConfig, prepare_synthetic_nuscenes)
+    extra = ({} if samples_per_scene is None else
+             dict(samples_per_scene=samples_per_scene))
     return prepare_synthetic_nuscenes(
-        synthetic_cache_dir(seed, points_per_frame), seed=seed,
-        config=SyntheticNuScenesConfig(points_per_frame=points_per_frame))
+        synthetic_cache_dir(seed, points_per_frame, samples_per_scene),
+        seed=seed, config=SyntheticNuScenesConfig(
+            points_per_frame=points_per_frame, **extra))

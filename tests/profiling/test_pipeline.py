@@ -25,11 +25,12 @@ from projects.mmdet3d_plugin.profiling import (build_train_dataset,
 REPO = Path(__file__).resolve().parents[2]
 PILLAR02 = str(REPO / 'configs' / 'centerpoint' /
                'centerpoint_pillar02_second_secfpn_8xb4-cyclic-20e_nus-3d.py')
+# The shipped config's train pipeline (preset fast_pipeline).
 PIPELINE = [
-    'LoadPointsFromFile', 'LoadPointsFromMultiSweeps', 'LoadAnnotations3D',
-    'ObjectSample', 'GlobalRotScaleTrans', 'RandomFlip3D',
-    'PointsRangeFilter', 'ObjectRangeFilter', 'ObjectNameFilter',
-    'PointShuffle', 'Pack3DDetInputs'
+    'FastLoadPointsFromFile', 'FastLoadPointsFromMultiSweeps',
+    'LoadAnnotations3D', 'FastObjectSample', 'FastGlobalRotScaleTrans',
+    'RandomFlip3D', 'FastPointsRangeFilter', 'ObjectRangeFilter',
+    'ObjectNameFilter', 'FastPointShuffle', 'Pack3DDetInputs'
 ]
 
 

@@ -72,8 +72,8 @@ OVERRIDES = (
         at_import=True),
     Override(
         name='restart_store',
-        where='compat/restart_store.py: restart_safe_store (used by '
-        'init_cpu_dist under torchrun)',
+        where='compat/restart_store.py: restart_safe_store, '
+        'init_restart_safe_dist',
         what='prefixes the process group store with the torchrun attempt, '
         'so a restarted rank does not read the side groups of the attempt '
         'before (stale peer addresses: connectFullMesh refused, or a hang)',

@@ -26,7 +26,9 @@ SAMPLES = 12
 
 @pytest.fixture(scope='module')
 def nus_dense():
-    return prepare_dense_synthetic()
+    # 3 key frames per scene: 30 frames of 34,720 points per scene, enough
+    # for 10 sweeps and the GT database (a fifth of the generation time).
+    return prepare_dense_synthetic(samples_per_scene=3)
 
 
 def pillar02_train_set(data_root):
