@@ -7,13 +7,14 @@ Killed by SIGKILL after iteration 3 with a checkpoint every 2 iterations,
 ``tools/train.py --resume`` continues from iteration 2: the losses of
 iterations 3-5 equal an uninterrupted run's (batch 1 to fit 2 cores).
 """
-import json
 import os
 import signal
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
+
+from tests.helpers.run_logs import losses
 
 REPO = Path(__file__).resolve().parents[2]
 PILLAR02 = (REPO / 'configs' / 'centerpoint' /
@@ -53,18 +54,6 @@ def _train(config: Path, work: Path, data_root: Path, *flags):
         stderr=subprocess.STDOUT, text=True)
 
 
-def _losses(work: Path) -> dict:
-    found = {}
-    for run in sorted(p for p in work.iterdir()
-                      if (p / 'vis_data' / 'scalars.json').is_file()):
-        for line in (run / 'vis_data' / 'scalars.json').read_text(
-                ).splitlines():
-            rec = json.loads(line)
-            if 'loss' in rec:
-                found[rec['iter']] = rec['loss']
-    return found
-
-
 def test_pillar02_resumes_inside_its_epoch_exactly(nus_synthetic, tmp_path):
     stop = _config(tmp_path / 'stop.py',
                    dict(type='StopAfterHook', after_iter=5))
@@ -84,7 +73,7 @@ def test_pillar02_resumes_inside_its_epoch_exactly(nus_synthetic, tmp_path):
     assert 'Auto resumed from the latest checkpoint' in out
     assert 'resume: data continues at epoch 1, sample 2 of ' in out
 
-    expected, got = _losses(full), _losses(work)
+    expected, got = losses(full), losses(work)
     assert sorted(expected) == [1, 2, 3, 4, 5]
     assert sorted(got) == [1, 2, 3, 4, 5]
     assert {i: got[i] for i in (3, 4, 5)} == {

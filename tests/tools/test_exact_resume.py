@@ -31,6 +31,7 @@ import torch
 from projects.mmdet3d_plugin.constants import PREEMPTED_EXIT_CODE
 from projects.mmdet3d_plugin.dist.ports import free_port
 from tests.helpers.fault_helpers import write_config
+from tests.helpers.run_logs import losses
 
 REPO = Path(__file__).resolve().parents[2]
 EPOCHS, SIZE, INTERVAL = 3, 40, 3
@@ -81,19 +82,6 @@ def _timed_config(path: Path) -> Path:
 def _finish(procs: dict) -> dict:
     return {name: (p.communicate(timeout=900)[0], p.returncode)
             for name, p in procs.items()}
-
-
-def losses(work: Path) -> dict:
-    """``{iter: loss}`` over the work dir's runs, later runs last."""
-    found = {}
-    for run in sorted(p for p in work.iterdir()
-                      if (p / 'vis_data' / 'scalars.json').is_file()):
-        for line in (run / 'vis_data' / 'scalars.json').read_text(
-                ).splitlines():
-            rec = json.loads(line)
-            if 'loss' in rec:
-                found[rec['iter']] = rec['loss']
-    return found
 
 
 def weights(path: Path) -> dict:

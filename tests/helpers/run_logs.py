@@ -1,0 +1,18 @@
+"""What a work dir's runs logged, read back for comparisons."""
+import json
+from pathlib import Path
+
+
+def losses(work: Path) -> dict:
+    """``{iter: loss}`` over every run folder of ``work`` (each run's
+    ``vis_data/scalars.json``), later runs last: an iteration a resumed
+    run redid has the resumed run's value."""
+    found = {}
+    for run in sorted(p for p in work.iterdir()
+                      if (p / 'vis_data' / 'scalars.json').is_file()):
+        for line in (run / 'vis_data' / 'scalars.json').read_text(
+                ).splitlines():
+            rec = json.loads(line)
+            if 'loss' in rec:
+                found[rec['iter']] = rec['loss']
+    return found
