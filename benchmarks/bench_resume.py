@@ -36,20 +36,8 @@ sys.path.insert(0, REPO)
 from tests.helpers import resume_cost  # noqa: E402
 
 
-def _late_checkpoint(tmp: Path, exact: bool, position: int) -> Path:
-    work = tmp / f'{"ours" if exact else "stock"}_{position}'
-    config = resume_cost.cost_config(tmp / f'make_{exact}_{position}.py',
-                                     exact, load_ms=0, stop_after=position)
-    # Checkpoint exactly at `position`.
-    text = config.read_text().replace(
-        f'interval={resume_cost.AT}', f'interval={position}')
-    config.write_text(text)
-    resume_cost.timed_train(config, work)
-    return work
-
-
 def _resume_row(tmp: Path, exact: bool, position: int) -> dict:
-    work = _late_checkpoint(tmp, exact, position)
+    work = resume_cost.checkpoint_at(tmp, exact, position)
     # mmengine's loop replays the epoch from its first batch: the first
     # batch it had not trained comes after `position` replayed ones.
     stop = position + 10 if exact else 2 * position + 1

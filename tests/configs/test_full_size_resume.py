@@ -7,14 +7,12 @@ Killed by SIGKILL after iteration 3 with a checkpoint every 2 iterations,
 ``tools/train.py --resume`` continues from iteration 2: the losses of
 iterations 3-5 equal an uninterrupted run's (batch 1 to fit 2 cores).
 """
-import os
 import signal
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
 from tests.helpers.run_logs import losses
+from tests.helpers.train_tool import start_train
 
 REPO = Path(__file__).resolve().parents[2]
 PILLAR02 = (REPO / 'configs' / 'centerpoint' /
@@ -44,28 +42,18 @@ def _config(path: Path, hook: dict) -> Path:
     return path
 
 
-def _train(config: Path, work: Path, data_root: Path, *flags):
-    env = dict(os.environ, PYTHONPATH=str(REPO))
-    env.pop('MMDET3D_PLUGIN_DEBUG', None)
-    return subprocess.Popen(
-        [sys.executable, str(REPO / 'tools' / 'train.py'), str(config),
-         '--work-dir', str(work), '--data-root', str(data_root), *flags],
-        cwd=REPO, env=env, stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT, text=True)
-
-
 def test_pillar02_resumes_inside_its_epoch_exactly(nus_synthetic, tmp_path):
     stop = _config(tmp_path / 'stop.py',
                    dict(type='StopAfterHook', after_iter=5))
     kill = _config(tmp_path / 'kill.py', dict(type='KillSelfHook',
                                               after_iter=3))
     full, work = tmp_path / 'full', tmp_path / 'work'
-    uninterrupted = _train(stop, full, nus_synthetic)
-    killed = _train(kill, work, nus_synthetic)
+    uninterrupted = start_train(stop, full, '--data-root', nus_synthetic)
+    killed = start_train(kill, work, '--data-root', nus_synthetic)
     out = killed.communicate(timeout=900)[0]
     assert killed.returncode == -signal.SIGKILL, out[-5000:]
     # Resumed while the uninterrupted run trains its last iterations.
-    resumed = _train(stop, work, nus_synthetic, '--resume')
+    resumed = start_train(stop, work, '--data-root', nus_synthetic, '--resume')
     full_out = uninterrupted.communicate(timeout=900)[0]
     assert uninterrupted.returncode == 0, full_out[-5000:]
     out = resumed.communicate(timeout=900)[0]

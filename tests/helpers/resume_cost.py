@@ -9,23 +9,22 @@ Used by ``tests/tools/test_resume_cost.py`` and
 ``benchmarks/bench_resume.py``.
 """
 import json
-import os
-import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import List, Optional, Tuple
 
 from tests.helpers.fault_helpers import write_config
+from tests.helpers.train_tool import start_train
 
 REPO = Path(__file__).resolve().parents[2]
 SIZE, AT, LOAD_MS = 2400, 2390, 6.
 
 
 def cost_config(path: Path, exact: bool = True, load_ms: float = LOAD_MS,
-                stop_after: Optional[int] = None,
-                size: int = SIZE) -> Path:
-    """The toy, 1 epoch of ``size`` iterations, checkpoint every ``AT``."""
+                stop_after: Optional[int] = None, size: int = SIZE,
+                interval: int = AT) -> Path:
+    """The toy, 1 epoch of ``size`` iterations, checkpoint every
+    ``interval``."""
     hooks = [dict(type='MarkFirstIterHook')]
     if stop_after is not None:
         hooks.append(dict(type='StopAfterHook', after_iter=stop_after))
@@ -34,7 +33,7 @@ def cost_config(path: Path, exact: bool = True, load_ms: float = LOAD_MS,
              "default_hooks['logger']['interval'] = 100\n")
     if not exact:
         extra += 'exact_resume = False\n'
-    return write_config(path, max_epochs=1, size=size, ckpt_interval=AT,
+    return write_config(path, max_epochs=1, size=size, ckpt_interval=interval,
                         custom_hooks=hooks, extra=extra)
 
 
@@ -42,14 +41,8 @@ def timed_runs(*runs: Tuple[Path, Path, tuple]) -> List[dict]:
     """Run ``tools/train.py`` for each ``(config, work_dir, flags)``, side
     by side (so that they share the machine's load); for each, seconds to
     its first iteration and to its end, from its process start."""
-    env = dict(os.environ, PYTHONPATH=str(REPO))
-    env.pop('MMDET3D_PLUGIN_DEBUG', None)
-    started = []
-    for config, work, flags in runs:
-        started.append((time.time(), work, subprocess.Popen(
-            [sys.executable, str(REPO / 'tools' / 'train.py'), str(config),
-             '--work-dir', str(work), *flags], cwd=REPO, env=env,
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)))
+    started = [(time.time(), work, start_train(config, work, *flags))
+               for config, work, flags in runs]
     results = []
     for start, work, proc in started:
         log = proc.communicate(timeout=900)[0]
@@ -69,10 +62,11 @@ def timed_train(config: Path, work: Path, *flags) -> dict:
     return timed_runs((config, work, flags))[0]
 
 
-def checkpoint_at(tmp: Path, exact: bool = True) -> Path:
-    """A work dir whose newest checkpoint is iteration ``AT`` of the
+def checkpoint_at(tmp: Path, exact: bool = True, position: int = AT) -> Path:
+    """A work dir whose newest checkpoint is iteration ``position`` of the
     epoch (made without load time)."""
-    work = tmp / f'late_{"ours" if exact else "stock"}'
-    timed_train(cost_config(tmp / f'make_{exact}.py', exact, load_ms=0,
-                            stop_after=AT), work)
+    work = tmp / f'late_{"ours" if exact else "stock"}_{position}'
+    timed_train(cost_config(tmp / f'make_{exact}_{position}.py', exact,
+                            load_ms=0, stop_after=position,
+                            interval=position), work)
     return work

@@ -19,46 +19,20 @@ Every loss logged (the resumed run's where an iteration was redone)
 equals the uninterrupted run's, and the final weights are bit-identical.
 """
 import json
-import os
 import signal
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import torch
 
 from projects.mmdet3d_plugin.constants import PREEMPTED_EXIT_CODE
-from projects.mmdet3d_plugin.dist.ports import free_port
 from tests.helpers.fault_helpers import write_config
 from tests.helpers.run_logs import losses
+from tests.helpers.train_tool import start_dist_train, start_train
 
 REPO = Path(__file__).resolve().parents[2]
 EPOCHS, SIZE, INTERVAL = 3, 40, 3
 ITERS = {1: 30, 2: 15}
-
-
-def _env(**extra) -> dict:
-    env = dict(os.environ, PYTHONPATH=str(REPO), PYTHON=sys.executable,
-               **extra)
-    env.pop('MMDET3D_PLUGIN_DEBUG', None)
-    return env
-
-
-def _train(config: Path, work: Path, *flags) -> subprocess.Popen:
-    return subprocess.Popen(
-        [sys.executable, str(REPO / 'tools' / 'train.py'), str(config),
-         '--work-dir', str(work), *flags], cwd=REPO, env=_env(),
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-
-
-def _dist(config: Path, work: Path, restarts: int = 0,
-          *flags) -> subprocess.Popen:
-    return subprocess.Popen(
-        ['bash', str(REPO / 'tools' / 'dist_train.sh'), str(config), '2',
-         '--work-dir', str(work), *flags], cwd=REPO,
-        env=_env(MAX_RESTARTS=str(restarts), PORT=str(free_port())),
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
 
 def _config(path: Path, hooks=(), with_index=False) -> Path:
@@ -97,28 +71,30 @@ def runs(tmp_path_factory):
     ref = _config(tmp / 'ref.py')
     ref_idx = _config(tmp / 'ref_idx.py', with_index=True)
     first = _finish({
-        'ref1': _train(ref, tmp / 'ref1'),
-        'kill1': _train(_config(tmp / 'k1.py', [dict(kill, after_iter=14)]),
-                        tmp / 'kill1'),
-        'ref2': _dist(ref_idx, tmp / 'ref2'),
-        'restart2': _dist(_config(tmp / 'k2.py', [dict(
+        'ref1': start_train(ref, tmp / 'ref1'),
+        'kill1': start_train(
+            _config(tmp / 'k1.py', [dict(kill, after_iter=14)]),
+            tmp / 'kill1'),
+        'ref2': start_dist_train(ref_idx, tmp / 'ref2'),
+        'restart2': start_dist_train(_config(tmp / 'k2.py', [dict(
             kill, after_iter=7, rank=1, first_attempt_only=True)]),
             tmp / 'restart2', 1),
-        'term2': _dist(_config(tmp / 't2.py', [dict(
+        'term2': start_dist_train(_config(tmp / 't2.py', [dict(
             type='SignalInIterationHook', at_iter=7, rank=1)]),
             tmp / 'term2'),
-        'world2': _dist(_config(tmp / 'w2.py', [dict(
+        'world2': start_dist_train(_config(tmp / 'w2.py', [dict(
             kill, after_iter=7, rank=1)], with_index=True), tmp / 'world2'),
-        'exhaust2': _dist(_config(tmp / 'x2.py', [dict(
+        'exhaust2': start_dist_train(_config(tmp / 'x2.py', [dict(
             type='RaiseOnRankHook', rank=1, at_iter=2)]), tmp / 'exhaust2',
             1),
-        'timed1': _train(_timed_config(tmp / 'timed.py'), tmp / 'timed1',
-                         '--checkpoint-minutes', str(TIMED_MINUTES)),
+        'timed1': start_train(_timed_config(tmp / 'timed.py'),
+                              tmp / 'timed1', '--checkpoint-minutes',
+                              TIMED_MINUTES),
     })
     second = _finish({
-        'resume1': _train(ref, tmp / 'kill1', '--resume'),
-        'term2_resume': _dist(ref, tmp / 'term2', 0, '--resume'),
-        'world1': _train(ref_idx, tmp / 'world2', '--resume'),
+        'resume1': start_train(ref, tmp / 'kill1', '--resume'),
+        'term2_resume': start_dist_train(ref, tmp / 'term2', 0, '--resume'),
+        'world1': start_train(ref_idx, tmp / 'world2', '--resume'),
     })
     return tmp, dict(first, **second)
 

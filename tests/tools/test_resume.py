@@ -9,10 +9,8 @@ saved; an epoch is 6 iterations, so the resumed part crosses an epoch
 boundary.
 """
 import json
-import os
 import signal
 import subprocess
-import sys
 from pathlib import Path
 
 from projects.mmdet3d_plugin.fileio.atomic import is_temporary
@@ -20,19 +18,10 @@ from projects.mmdet3d_plugin.fileio.atomic import is_temporary
 REPO = Path(__file__).resolve().parents[2]
 HELPERS = REPO / 'tests' / 'helpers'
 from tests.helpers.fault_helpers import write_config  # noqa: E402
+from tests.helpers.train_tool import start_train  # noqa: E402
 
 MAX_ITERS = 10
 KILL_AFTER = 4
-
-
-def _train(config: Path, work: Path, *flags) -> subprocess.Popen:
-    env = dict(os.environ, PYTHONPATH=str(REPO))
-    env.pop('MMDET3D_PLUGIN_DEBUG', None)
-    return subprocess.Popen(
-        [sys.executable, str(REPO / 'tools' / 'train.py'), str(config),
-         '--work-dir', str(work), *flags],
-        cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-        text=True)
 
 
 def _finish(proc: subprocess.Popen) -> str:
@@ -61,7 +50,8 @@ def test_resume_after_sigkill_matches_uninterrupted_run(tmp_path):
     full, work = tmp_path / 'full', tmp_path / 'work'
 
     # The two first runs are independent: run them side by side.
-    ref_proc, kill_proc = _train(reference, full), _train(killed, work)
+    ref_proc = start_train(reference, full)
+    kill_proc = start_train(killed, work)
     ref_out, kill_out = _finish(ref_proc), _finish(kill_proc)
     assert ref_proc.returncode == 0, ref_out[-5000:]
     assert kill_proc.returncode == -signal.SIGKILL, kill_out[-5000:]
@@ -73,7 +63,7 @@ def test_resume_after_sigkill_matches_uninterrupted_run(tmp_path):
     leftover = work / f'.iter_{KILL_AFTER + 2}.pth.atomic-tmp-k1ll3d'
     leftover.write_bytes(b'\x80\x02partial')
 
-    proc = _train(killed, work, '--resume')
+    proc = start_train(killed, work, '--resume')
     out = _finish(proc)
     assert proc.returncode == 0, out[-5000:]
     assert f'resumed epoch: 0, iter: {KILL_AFTER}' in out, out[-5000:]
