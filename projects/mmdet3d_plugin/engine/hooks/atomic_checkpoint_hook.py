@@ -143,8 +143,12 @@ class AtomicCheckpointHook(CheckpointHook):
         runner.message_hub.update_info('last_ckpt', path)
         self._saved_at = time.monotonic()
         if is_main_process():
-            atomic_write(path, self.file_backend.join_path(
-                runner.work_dir, 'last_checkpoint'))
+            self._write_pointer(runner)
+
+    def _write_pointer(self, runner) -> None:
+        """``last_checkpoint`` names ``last_ckpt``, replaced atomically."""
+        atomic_write(self.last_ckpt, self.file_backend.join_path(
+            runner.work_dir, 'last_checkpoint'))
 
     @property
     def _atomic(self) -> bool:
@@ -183,9 +187,7 @@ class AtomicCheckpointHook(CheckpointHook):
 
         if not is_main_process():
             return
-        atomic_write(self.last_ckpt,
-                     self.file_backend.join_path(runner.work_dir,
-                                                 'last_checkpoint'))
+        self._write_pointer(runner)
         if outdated is not None:
             path = self.file_backend.join_path(
                 self.out_dir, self.filename_tmpl.format(outdated))
