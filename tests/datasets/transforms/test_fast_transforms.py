@@ -6,12 +6,14 @@ import copy
 import pytest
 from mmengine.registry import init_default_scope
 
+from mmdet3d.datasets.transforms import ObjectSample
 from mmdet3d.registry import DATASETS, TRANSFORMS
 from projects.mmdet3d_plugin import load_config
 from projects.mmdet3d_plugin.config.data_root import redirect_data_root
 from projects.mmdet3d_plugin.config.presets import replace_transform_types
 from projects.mmdet3d_plugin.datasets.transforms import (
-    global_rot_scale_trans, load_points_from_multi_sweeps)
+    FastDataBaseSampler, FastObjectSample, global_rot_scale_trans,
+    load_points_from_multi_sweeps)
 from tests.helpers.pipeline_equality import (FAST_TYPES, compare_transform,
                                              difference, fast_config,
                                              rng_state, seed_all)
@@ -142,3 +144,42 @@ def test_stock_statements_where_the_check_fails(pillar02, monkeypatch, kind,
             results = transform(results)
         _, found = compare_transform(stock, fast, results, rng_state())
         assert found is None, f'sample {index}: {found}'
+
+
+def test_object_sample_through_the_sampler_loader(pillar02, monkeypatch):
+    """Where the GT-database files cannot be read straight into the new
+    array (``point_rows`` is None: another loader or options), the sampled
+    objects come from the sampler's loader, with the same output and the
+    same random draws."""
+    monkeypatch.setattr(FastDataBaseSampler, 'point_rows',
+                        lambda self, sampled: None)
+    transforms, dataset = pillar02
+    seed_all(0)
+    stock = TRANSFORMS.build(copy.deepcopy(transforms['ObjectSample']))
+    seed_all(0)
+    fast = TRANSFORMS.build(fast_config(transforms['ObjectSample']))
+    prefix = [TRANSFORMS.build(copy.deepcopy(transforms[t]))
+              for t in ANNOTATED]
+    for index in range(4):
+        results = inputs(dataset, index)
+        seed_all(index)
+        for transform in prefix:
+            results = transform(results)
+        _, found = compare_transform(stock, fast, results, rng_state())
+        assert found is None, f'sample {index}: {found}'
+
+
+def test_remove_points_in_boxes_equals_stock(pillar02):
+    """``remove_points_in_boxes`` (what mmdet3d's own ``sample_2d`` path
+    calls) keeps the same points as stock's."""
+    transforms, dataset = pillar02
+    seed_all(0)
+    points = None
+    for transform in [TRANSFORMS.build(copy.deepcopy(transforms[t]))
+                      for t in ANNOTATED]:
+        points = transform(points or inputs(dataset, 0))
+    boxes = points['gt_bboxes_3d'].numpy()
+    stock = ObjectSample.remove_points_in_boxes(points['points'], boxes)
+    fast = FastObjectSample.remove_points_in_boxes(points['points'], boxes)
+    assert len(stock) < len(points['points'])
+    assert difference(stock, fast) is None

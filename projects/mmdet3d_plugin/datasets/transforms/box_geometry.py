@@ -1,10 +1,12 @@
-"""Exact numpy versions of the two numba tests of GT-database sampling.
+"""Exact versions of the two numba tests of GT-database sampling.
 
 mmdet3d's ``box_np_ops.points_in_rbbox`` (which points lie in which
 rotated box) and ``data_augment_utils.box_collision_test`` (which BEV
 boxes overlap) are numba kernels compiled by every fresh worker (seconds
-before its first sample), and the first one tests every point against
-every box. These functions give the same booleans without numba:
+before its first sample; mmdet3d does not cache them), and the first one
+tests every point against every box. These functions give the same
+booleans: the collision test in numpy, the point test in one loop of
+:mod:`.point_kernels` (compiled once, cached on disk):
 
 - the same float32 expressions, evaluated in the same order (numba keeps
   float32 operands in float32 and contracts nothing into FMAs, like
@@ -23,7 +25,7 @@ import numpy as np
 
 from mmdet3d.structures.ops import box_np_ops
 
-from ._points import scratch
+from . import point_kernels
 
 #: Corner indices of the six faces, in ``corner_to_surfaces_3d``'s order.
 _FACES = np.array([[0, 1, 2, 3], [7, 6, 5, 4], [0, 3, 7, 4], [1, 5, 6, 2],
@@ -43,10 +45,11 @@ def corner_to_surfaces_3d(corners: np.ndarray) -> np.ndarray:
     return surfaces.transpose([2, 0, 1, 3])
 
 
-def _near_boxes(points: np.ndarray, corners: np.ndarray) -> np.ndarray:
-    """For each point, which box it may lie in: -1 none (it is in no BEV
-    grid cell that a box's footprint, grown by one cell, touches), k box k
-    only, -2 several boxes."""
+def _owner_grid(corners: np.ndarray):
+    """The BEV cells near each box: an (X, Y) grid holding -1 where no
+    box's footprint, grown by one cell, touches the cell, k where box k
+    alone does, -2 where several do; and the float32 corner of cell
+    (0, 0)."""
     box_low = corners[:, :, :2].min(axis=1)
     box_high = corners[:, :, :2].max(axis=1)
     low = box_low.min(axis=0).astype(np.float64) - 2 * CELL
@@ -60,34 +63,43 @@ def _near_boxes(points: np.ndarray, corners: np.ndarray) -> np.ndarray:
     for box, ((x0, y0), (x1, y1)) in enumerate(zip(first, last)):
         region = owner[x0:x1 + 1, y0:y1 + 1]
         region[...] = np.where(region == -1, box, -2)
-    size = len(points)
-    position = scratch('near_boxes_position', size)
-    flat = scratch('near_boxes_flat', size, dtype=np.intp)
-    cell = scratch('near_boxes_cell', size, dtype=np.intp)
-    for axis in range(2):
-        np.subtract(points[:, axis], np.float32(low[axis]), out=position)
-        position *= np.float32(1 / CELL)
-        np.clip(position, 0, shape[axis] - 1, out=position)
-        # Truncation of values >= 0: their floor.
-        np.copyto(flat if axis == 0 else cell, position, casting='unsafe')
-    flat *= shape[1]
-    flat += cell
-    return owner.ravel().take(flat)
+    return owner, low.astype(np.float32)
 
 
-def _inside(xyz: np.ndarray, normal_vec: np.ndarray,
-            d: np.ndarray) -> np.ndarray:
-    """The kernel's test of points ``xyz`` (n, 3) against faces
-    ``normal_vec`` (..., 6, 3) and ``d`` (..., 6), broadcast over the
-    leading axes: inside unless some face has sign >= 0."""
-    sign = (xyz[..., None, 0] * normal_vec[..., 0] +
-            xyz[..., None, 1] * normal_vec[..., 1] +
-            xyz[..., None, 2] * normal_vec[..., 2] + d)
-    return ~(sign >= 0).any(axis=-1)
+def outside_boxes(points: np.ndarray, rbbox: np.ndarray,
+                  keep: np.ndarray) -> int:
+    """Write into ``keep`` whether each point lies in none of the boxes
+    (``~box_np_ops.points_in_rbbox(points, rbbox).any(-1)``); returns how
+    many do.
+
+    Args:
+        points (np.ndarray): (N, 3+) points; the first three columns are
+            x, y, z (float32 in the pipelines).
+        rbbox (np.ndarray): (M, 7+) LiDAR boxes (bottom centre, size, yaw).
+        keep (np.ndarray): (N,) bool, written.
+
+    Returns:
+        int: The number of points outside every box.
+    """
+    if len(points) == 0 or len(rbbox) == 0:
+        keep[...] = True
+        return len(points)
+    corners = box_np_ops.center_to_corner_box3d(
+        rbbox[:, :3], rbbox[:, 3:6], rbbox[:, 6], origin=(0.5, 0.5, 0),
+        axis=2)
+    surfaces = corner_to_surfaces_3d(corners)
+    normal_vec, d = box_np_ops.surface_equ_3d(surfaces[:, :, :3, :])
+    owner, low = _owner_grid(corners)
+    return int(
+        point_kernels.boxes_keep_mask(points, owner, low,
+                                      np.float32(1 / CELL),
+                                      np.ascontiguousarray(normal_vec),
+                                      np.ascontiguousarray(d), keep))
 
 
 def points_in_any_rbbox(points: np.ndarray, rbbox: np.ndarray) -> np.ndarray:
-    """``box_np_ops.points_in_rbbox(points, rbbox).any(-1)`` without numba.
+    """``box_np_ops.points_in_rbbox(points, rbbox).any(-1)`` without
+    mmdet3d's kernel (which tests every point against every box).
 
     Args:
         points (np.ndarray): (N, 3+) points; the first three columns are
@@ -97,27 +109,9 @@ def points_in_any_rbbox(points: np.ndarray, rbbox: np.ndarray) -> np.ndarray:
     Returns:
         np.ndarray: (N,) bool, whether each point lies in some box.
     """
-    result = np.zeros(len(points), dtype=bool)
-    if len(points) == 0 or len(rbbox) == 0:
-        return result
-    corners = box_np_ops.center_to_corner_box3d(
-        rbbox[:, :3], rbbox[:, 3:6], rbbox[:, 6], origin=(0.5, 0.5, 0),
-        axis=2)
-    surfaces = corner_to_surfaces_3d(corners)
-    normal_vec, d = box_np_ops.surface_equ_3d(surfaces[:, :, :3, :])
-    owner = _near_boxes(points, corners)
-    near = np.flatnonzero(owner != -1)
-    owner = owner[near]
-    xyz = points[near, :3]
-    one = owner >= 0
-    # Near one box: that box's faces; near several: every box's.
-    result[near[one]] = _inside(xyz[one], normal_vec[owner[one]],
-                                d[owner[one]])
-    several = ~one
-    if several.any():
-        result[near[several]] = _inside(xyz[several][:, None], normal_vec,
-                                        d).any(axis=1)
-    return result
+    keep = np.empty(len(points), dtype=bool)
+    outside_boxes(points, rbbox, keep)
+    return ~keep
 
 
 def box_collision_rows(boxes: np.ndarray, rows: np.ndarray,

@@ -37,6 +37,31 @@ class FastDataBaseSampler(DataBaseSampler):
                    gt_labels: np.ndarray,
                    img: Optional[np.ndarray] = None,
                    ground_plane: Optional[np.ndarray] = None) -> dict:
+        sampled = self.sample_objects(gt_bboxes, gt_labels)
+        if sampled is None:
+            return None
+        sampled_gt_bboxes = sampled['gt_bboxes_3d']
+        s_points_list = self._load_sampled_points(
+            sampled['infos'], merged=ground_plane is None)
+        if ground_plane is not None:
+            xyz = sampled_gt_bboxes[:, :3]
+            dz = (ground_plane[:3][None, :] * xyz).sum(-1) + ground_plane[3]
+            sampled_gt_bboxes[:, 2] -= dz
+            for i, s_points in enumerate(s_points_list):
+                s_points.tensor[:, 2].sub_(dz[i])
+        return {
+            'gt_labels_3d': sampled['gt_labels_3d'],
+            'gt_bboxes_3d': sampled_gt_bboxes,
+            'points': s_points_list[0].cat(s_points_list),
+            'group_ids': sampled['group_ids']
+        }
+
+    def sample_objects(self, gt_bboxes: np.ndarray,
+                       gt_labels: np.ndarray) -> Optional[dict]:
+        """Stock ``sample_all``'s choice of objects, without their points:
+        ``infos`` (the sampled database infos, in order),
+        ``gt_bboxes_3d``, ``gt_labels_3d`` and ``group_ids``; None when
+        nothing was sampled. The same random draws as stock."""
         gt_labels = np.asarray(gt_labels)
         sample_num_per_class = []
         for class_name, max_sample_num in zip(self.sample_classes,
@@ -68,82 +93,79 @@ class FastDataBaseSampler(DataBaseSampler):
                         [avoid_coll_bv, sampled_bv], axis=0)
         if len(sampled) == 0:
             return None
-
-        sampled_gt_bboxes = np.concatenate(sampled_gt_bboxes, axis=0)
-        s_points_list = self._load_sampled_points(
-            sampled, merged=ground_plane is None)
-        gt_labels = np.array([self.cat2label[s['name']] for s in sampled],
-                             dtype=np.int64)
-        if ground_plane is not None:
-            xyz = sampled_gt_bboxes[:, :3]
-            dz = (ground_plane[:3][None, :] * xyz).sum(-1) + ground_plane[3]
-            sampled_gt_bboxes[:, 2] -= dz
-            for i, s_points in enumerate(s_points_list):
-                s_points.tensor[:, 2].sub_(dz[i])
         return {
-            'gt_labels_3d': gt_labels,
-            'gt_bboxes_3d': sampled_gt_bboxes,
-            'points': s_points_list[0].cat(s_points_list),
+            'infos': sampled,
+            'gt_bboxes_3d': np.concatenate(sampled_gt_bboxes, axis=0),
+            'gt_labels_3d': np.array(
+                [self.cat2label[s['name']] for s in sampled], dtype=np.int64),
             'group_ids': np.arange(gt_bboxes.shape[0],
                                    gt_bboxes.shape[0] + len(sampled))
         }
+
+    def _paths(self, sampled: List[dict]) -> List[str]:
+        return [
+            os.path.join(self.data_root, info['path'])
+            if self.data_root else info['path'] for info in sampled
+        ]
+
+    def point_rows(self, sampled: List[dict]) -> Optional[List[int]]:
+        """The number of points of each sampled object, from the sizes of
+        its files; None where :meth:`read_points_into` cannot read them
+        (a loader of another kind, or options that change the values, or
+        files that are not whole float32 rows of ``load_dim``)."""
+        loader = self.points_loader
+        if not isinstance(loader, FastLoadPointsFromFile) or \
+                not loader.plain_local_files() or \
+                list(loader.use_dim) != list(range(loader.load_dim)):
+            return None
+        row_bytes = 4 * loader.load_dim
+        try:
+            sizes = [os.stat(path).st_size for path in self._paths(sampled)]
+        except OSError:
+            return None
+        if any(size % row_bytes for size in sizes):
+            return None
+        return [size // row_bytes for size in sizes]
+
+    def read_points_into(self, sampled: List[dict], rows: List[int],
+                         out: np.ndarray) -> bool:
+        """Each sampled object's points, in order, moved to its box
+        (stock's float32 ``translate``), into ``out`` (sum(rows),
+        load_dim); False (``out`` then undefined) where a file changed
+        since :meth:`point_rows`."""
+        start = 0
+        for path, info, count in zip(self._paths(sampled), sampled, rows):
+            block = out[start:start + count]
+            if not read_into(path, block):
+                return False
+            block[:, :3] += info['box3d_lidar'][:3].astype(np.float32)
+            start += count
+        return True
+
+    def load_points(self, sampled: List[dict]):
+        """The sampled objects' points, moved to their boxes, as one points
+        object (stock: the ``cat`` of each object's)."""
+        s_points_list = self._load_sampled_points(sampled, merged=True)
+        return s_points_list[0].cat(s_points_list)
 
     def _load_sampled_points(self, sampled: List[dict],
                              merged: bool) -> list:
         """Each sampled object's points (stock's ``points_loader``), moved
         to its box (stock's float32 ``translate``); with ``merged``, maybe
         as one points object holding them all in order."""
-        paths = [
-            os.path.join(self.data_root, info['path'])
-            if self.data_root else info['path'] for info in sampled
-        ]
         loader = self.points_loader
-        if merged and isinstance(loader, FastLoadPointsFromFile) and \
-                loader.plain_local_files():
-            # The files straight into one array, then the float32
-            # translation in numpy (the same IEEE additions as stock's
-            # torch ``translate``): one points object for all.
-            points = self._read_all(loader, paths)
-            if points is not None:
-                start = 0
-                for info, rows in zip(sampled, points[1]):
-                    points[0][start:start + rows, :3] += \
-                        info['box3d_lidar'][:3].astype(np.float32)
-                    start += rows
-                return [points_like(get_points_type(loader.coord_type),
-                                    points[0])]
+        rows = self.point_rows(sampled) if merged else None
+        if rows is not None:
+            out = np.empty((sum(rows), loader.load_dim), dtype=np.float32)
+            if self.read_points_into(sampled, rows, out):
+                return [points_like(get_points_type(loader.coord_type), out)]
         s_points_list = []
-        for path, info in zip(paths, sampled):
+        for path, info in zip(self._paths(sampled), sampled):
             results = dict(lidar_points=dict(lidar_path=path))
             s_points = loader(results)['points']
             s_points.translate(info['box3d_lidar'][:3])
             s_points_list.append(s_points)
         return s_points_list
-
-    @staticmethod
-    def _read_all(loader: FastLoadPointsFromFile,
-                  paths: List[str]) -> Optional[Tuple[np.ndarray, list]]:
-        """All files' points in one array and each file's number of rows,
-        as ``loader`` reads them; None where a file needs the loader."""
-        columns = list(loader.use_dim)
-        row_bytes = 4 * loader.load_dim
-        try:
-            sizes = [os.stat(path).st_size for path in paths]
-        except OSError:
-            return None
-        if any(size % row_bytes for size in sizes):
-            return None
-        rows = [size // row_bytes for size in sizes]
-        if columns != list(range(loader.load_dim)):
-            arrays = [loader.read_points(path) for path in paths]
-            return np.concatenate(arrays, axis=0), [len(a) for a in arrays]
-        out = np.empty((sum(rows), loader.load_dim), dtype=np.float32)
-        start = 0
-        for path, count in zip(paths, rows):
-            if not read_into(path, out[start:start + count]):
-                return None
-            start += count
-        return out, rows
 
     def sample_class_v2(self, name: str, num: int,
                         gt_bboxes: np.ndarray) -> List[dict]:

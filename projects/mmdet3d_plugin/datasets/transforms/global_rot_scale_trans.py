@@ -1,5 +1,5 @@
 """``GlobalRotScaleTrans`` that rotates, scales and translates the points
-one coordinate at a time and writes each back once."""
+in one pass."""
 import functools
 
 import numpy as np
@@ -9,7 +9,7 @@ from mmdet3d.datasets.transforms import GlobalRotScaleTrans
 from mmdet3d.registry import TRANSFORMS
 from mmdet3d.structures.points import BasePoints
 
-from ._points import scratch
+from . import point_kernels
 
 
 def _stock_steps(tensor: torch.Tensor, rot_mat_T: torch.Tensor,
@@ -23,27 +23,14 @@ def _stock_steps(tensor: torch.Tensor, rot_mat_T: torch.Tensor,
 
 def _column_steps(tensor: torch.Tensor, rot_mat_T: torch.Tensor,
                   scale: float, trans: np.ndarray) -> None:
-    """:func:`_stock_steps` one output coordinate at a time, in float32, as
-    torch's product sums it (``0 + x*r0p + y*r1p + z*r2p``, in that order,
-    no fused multiply-add), then the same scaling and translation."""
-    points = tensor.numpy()
-    rot = rot_mat_T.numpy()
-    trans = np.asarray(trans, dtype=np.float32)
-    size = len(points)
-    xyz = [scratch(f'rot_scale_trans_{axis}', size) for axis in range(3)]
-    for axis, values in enumerate(xyz):
-        values[...] = points[:, axis]
-    term = scratch('rot_scale_trans_term', size)
-    column = scratch('rot_scale_trans_column', size)
-    for p in range(3):
-        np.multiply(xyz[0], rot[0, p], out=column)
-        column += np.float32(0.0)  # from +0: -0.0 sums to +0.0 there
-        for axis in (1, 2):
-            np.multiply(xyz[axis], rot[axis, p], out=term)
-            column += term
-        column *= np.float32(scale)
-        column += trans[p]
-        points[:, p] = column
+    """:func:`_stock_steps` in one pass over the points
+    (:func:`.point_kernels.rotate_scale_translate`): each output coordinate
+    in float32 as torch's product sums it (``0 + x*r0p + y*r1p + z*r2p``,
+    in that order, no fused multiply-add), then the same scaling and
+    translation."""
+    point_kernels.rotate_scale_translate(
+        tensor.numpy(), np.ascontiguousarray(rot_mat_T.numpy()),
+        np.float32(scale), np.asarray(trans, dtype=np.float32))
 
 
 @functools.lru_cache(maxsize=None)
@@ -77,13 +64,13 @@ class FastGlobalRotScaleTrans(GlobalRotScaleTrans):
     random draws (rotation, scale, translation, in stock's order).
 
     With boxes to rotate (training), the points are rotated by the boxes'
-    rotation matrix, scaled and translated one coordinate at a time in
-    float32, with the operations of torch's (N, 3) x (3, 3) product in its
-    order, and each coordinate written back once (stock: a product on the
-    strided block, then two more passes over it). A check at first use
-    compares this with stock's statements bit for bit; where they differ,
-    stock's statements run. Without boxes, or with ``shift_height``, or off
-    the CPU, stock's path is taken.
+    rotation matrix, scaled and translated in one pass, in float32, with
+    the operations of torch's (N, 3) x (3, 3) product in its order (stock:
+    a product on the strided block, then two more passes over it). A check
+    at first use compares this with stock's statements bit for bit; where
+    they differ, stock's statements run. Without boxes, with
+    ``shift_height``, off the CPU or for other than float32 points,
+    stock's path is taken.
 
     Examples:
         >>> dict(type='FastGlobalRotScaleTrans',
@@ -97,7 +84,8 @@ class FastGlobalRotScaleTrans(GlobalRotScaleTrans):
         boxes = input_dict.get('gt_bboxes_3d')
         if (self.shift_height or not isinstance(points, BasePoints)
                 or boxes is None or len(boxes.tensor) == 0
-                or points.tensor.device.type != 'cpu'):
+                or points.tensor.device.type != 'cpu'
+                or points.tensor.dtype != torch.float32):
             return super().transform(input_dict)
         if 'transformation_3d_flow' not in input_dict:
             input_dict['transformation_3d_flow'] = []

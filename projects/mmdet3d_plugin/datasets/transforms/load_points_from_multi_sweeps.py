@@ -8,38 +8,34 @@ import numpy as np
 from mmdet3d.datasets.transforms import LoadPointsFromMultiSweeps
 from mmdet3d.registry import TRANSFORMS
 
+from . import point_kernels
 from ._points import points_like, read_float32, read_float32_reused
 
 
-def _stock_move(seg: np.ndarray, lidar2sensor: np.ndarray) -> None:
+def _stock_move(seg: np.ndarray, lidar2sensor: np.ndarray,
+                time_lag: float) -> None:
     """Stock's statements: ``seg``'s float32 x, y, z times the float64
     rotation (a float64 product, stored as float32), minus the float64
-    translation (stored as float32)."""
+    translation (stored as float32); the time lag into column 4."""
     seg[:, :3] = seg[:, :3] @ lidar2sensor[:3, :3]
     seg[:, :3] -= lidar2sensor[:3, 3]
+    seg[:, 4] = time_lag
 
 
-def _column_move(seg: np.ndarray, lidar2sensor: np.ndarray) -> None:
-    """:func:`_stock_move` one output column at a time, as numpy's matmul
-    loop sums it in float64 (``0 + x*r0p + y*r1p + z*r2p``, in that order,
-    no fused multiply-add), then the same two roundings to float32; about
-    6x faster than the mixed-dtype matmul on a strided block."""
-    xyz = [seg[:, axis].astype(np.float64) for axis in range(3)]
-    for p in range(3):
-        total = xyz[0] * lidar2sensor[0, p]
-        total += 0.0  # the loop starts at +0: -0.0 sums to +0.0 there
-        total += xyz[1] * lidar2sensor[1, p]
-        total += xyz[2] * lidar2sensor[2, p]
-        seg[:, p] = total.astype(np.float32).astype(
-            np.float64) - lidar2sensor[p, 3]
+def _kernel_move(seg: np.ndarray, lidar2sensor: np.ndarray,
+                 time_lag: float) -> None:
+    """:func:`_stock_move` in one pass (:func:`.point_kernels.move_sweep`
+    in place, nothing removed)."""
+    point_kernels.move_sweep(seg, np.float32(0), lidar2sensor,
+                             np.float32(time_lag), seg)
 
 
 @functools.lru_cache(maxsize=None)
 def column_move_is_exact() -> bool:
-    """Whether :func:`_column_move` gives :func:`_stock_move`'s bits with
-    this numpy (checked once per process on random points, zeros and
-    signed zeros included); where not, the sweeps take stock's
-    statements."""
+    """Whether :func:`.point_kernels.move_sweep` gives
+    :func:`_stock_move`'s bits with this numpy (checked once per process
+    on random points, zeros and signed zeros included); where not, the
+    sweeps take stock's statements."""
     rng = np.random.default_rng(0)
     points = (rng.standard_normal((4096, 5)) * 40).astype(np.float32)
     points[:64, :3] = 0.0
@@ -49,8 +45,8 @@ def column_move_is_exact() -> bool:
         lidar2sensor[:3, :3] = np.linalg.qr(rng.standard_normal((3, 3)))[0]
         lidar2sensor[:3, 3] = shift
         stock, ours = points.copy(), points.copy()
-        _stock_move(stock, lidar2sensor)
-        _column_move(ours, lidar2sensor)
+        _stock_move(stock, lidar2sensor, 0.05)
+        _kernel_move(ours, lidar2sensor, 0.05)
         if stock.tobytes() != ours.tobytes():
             return False
     return True
@@ -63,15 +59,16 @@ class FastLoadPointsFromMultiSweeps(LoadPointsFromMultiSweeps):
 
     The sweeps are chosen as stock chooses them (the same
     ``np.random.choice`` call), each file is read once into a buffer the
-    worker reuses (no fresh pages per sample), the points that
-    ``remove_close`` keeps are compressed straight into one preallocated
-    array, and each sweep is moved into the key frame with stock's
-    arithmetic (float32 points times the
-    float64 ``lidar2sensor`` rotation, minus its translation, cast back to
-    float32): column by column in float64, as numpy's matmul loop sums
-    them, where a check at first use finds the bits equal (else stock's
-    statements). No points object per sweep, no ``cat``, no column copy
-    when ``use_dim`` keeps every column in order.
+    worker reuses (no fresh pages per sample), and one pass per sweep
+    (:func:`.point_kernels.move_sweep`) writes the points that
+    ``remove_close`` keeps straight into one preallocated array, moved
+    into the key frame with stock's arithmetic (float32 points times the
+    float64 ``lidar2sensor`` rotation, summed as numpy's matmul loop sums
+    it, minus its translation, cast back to float32), with their time
+    lag. A check at first use compares that pass with stock's statements
+    bit for bit; where they differ, stock's statements run. No points
+    object per sweep, no ``cat``, no column copy when ``use_dim`` keeps
+    every column in order.
 
     Examples:
         >>> dict(type='FastLoadPointsFromMultiSweeps', sweeps_num=9,
@@ -124,11 +121,22 @@ class FastLoadPointsFromMultiSweeps(LoadPointsFromMultiSweeps):
                 if raw is None:
                     raw = self._load_points(path)
                 raw = raw.reshape(-1, self.load_dim)
-                keep = self._not_close(raw) if self.remove_close else None
+                keep = None
+                if self.remove_close and not column_move_is_exact():
+                    keep = self._not_close(raw)
                 parts.append((raw, keep, sweep))
 
-        sizes = [len(a) if k is None else int(np.count_nonzero(k))
-                 for a, k, _ in parts]
+        radius = np.float32(1.0 if self.remove_close else 0.0)
+        exact = column_move_is_exact()
+        sizes = []
+        for array, keep, sweep in parts:
+            if sweep is not None and exact:
+                size = point_kernels.count_not_close(array, radius) \
+                    if self.remove_close else len(array)
+            else:
+                size = len(array) if keep is None else \
+                    int(np.count_nonzero(keep))
+            sizes.append(size)
         dim = key.shape[1]
         for array, _, _ in parts:
             if array.shape[1] != dim:
@@ -138,19 +146,24 @@ class FastLoadPointsFromMultiSweeps(LoadPointsFromMultiSweeps):
                     f'{dim}; set load_dim to the key frame\'s loaded '
                     'dimensions.')
         out = np.empty((sum(sizes), dim), dtype=np.float32)
-        move = _column_move if column_move_is_exact() else _stock_move
         start = 0
         for (array, keep, sweep), size in zip(parts, sizes):
             seg = out[start:start + size]
             start += size
+            if sweep is not None and exact:
+                point_kernels.move_sweep(
+                    array, radius,
+                    np.array(sweep['lidar_points']['lidar2sensor']),
+                    np.float32(ts - sweep['timestamp']), seg)
+                continue
             if keep is None:
                 seg[...] = array
             else:
                 np.compress(keep, array, axis=0, out=seg)
-            if sweep is None:
-                continue
-            move(seg, np.array(sweep['lidar_points']['lidar2sensor']))
-            seg[:, 4] = ts - sweep['timestamp']
+            if sweep is not None:
+                _stock_move(seg,
+                            np.array(sweep['lidar_points']['lidar2sensor']),
+                            ts - sweep['timestamp'])
 
         # Stock ends with ``points.cat(...)[:, use_dim]``; the empty
         # selection gives that result's class, points_dim and attributes.

@@ -1,13 +1,16 @@
-"""``ObjectSample`` that removes the covered points without numba and
-pastes the sampled ones in one copy."""
+"""``ObjectSample`` that finds the covered points in one cached loop and
+writes the sampled and the kept points once, into the new array."""
+from typing import Optional
+
 import numpy as np
 
 from mmdet3d.datasets.transforms import ObjectSample
 from mmdet3d.registry import TRANSFORMS
 from mmdet3d.structures.points import BasePoints
 
-from ._points import points_like
-from .box_geometry import points_in_any_rbbox
+from . import point_kernels
+from ._points import points_like, scratch
+from .box_geometry import outside_boxes
 
 
 @TRANSFORMS.register_module()
@@ -17,10 +20,11 @@ class FastObjectSample(ObjectSample):
 
     A ``db_sampler`` without a ``type`` is a :class:`FastDataBaseSampler`
     (stock: ``DataBaseSampler``; the two sample alike). The points inside
-    the sampled boxes are found by :func:`points_in_any_rbbox` (exact,
-    numpy, only the points near a box tested), and the sampled points
-    followed by the kept ones are written once into the new points' array
-    (stock indexes, clones, concatenates and clones again).
+    the sampled boxes are found by :func:`.box_geometry.outside_boxes`
+    (exact: stock's face tests, on the points near a box only), then the
+    sampled objects' files are read straight into the new points' array,
+    followed by the kept points (stock loads each object, indexes,
+    clones, concatenates and clones again).
     ``sample_2d=True`` takes mmdet3d's own path.
 
     Examples:
@@ -37,9 +41,34 @@ class FastObjectSample(ObjectSample):
     @staticmethod
     def remove_points_in_boxes(points: BasePoints,
                                boxes: np.ndarray) -> BasePoints:
-        keep = ~points_in_any_rbbox(points.coord.numpy(), boxes)
-        return points_like(points,
-                           np.compress(keep, points.tensor.numpy(), axis=0))
+        array = points.tensor.numpy()
+        keep = scratch('object_sample_keep', len(array), dtype=bool)
+        out = np.empty((outside_boxes(array, boxes, keep), array.shape[1]),
+                       dtype=np.float32)
+        point_kernels.compress_rows(array, keep, out)
+        return points_like(points, out)
+
+    def _paste(self, points: BasePoints, sampled: dict,
+               rows: list) -> Optional[BasePoints]:
+        """Stock's ``points.cat([sampled_points, kept])`` written once: the
+        sampled objects' files read straight into the new array, then
+        the points outside the sampled boxes; None where a file changed
+        since its size was read."""
+        array = points.tensor.numpy()
+        dim = self.db_sampler.points_loader.load_dim
+        if array.shape[1] != dim:
+            return None  # stock's ``cat`` raises; let it
+        keep = scratch('object_sample_keep', len(array), dtype=bool)
+        kept = outside_boxes(array, sampled['gt_bboxes_3d'], keep)
+        count = sum(rows)
+        out = np.empty((count + kept, dim), dtype=np.float32)
+        if not self.db_sampler.read_points_into(sampled['infos'], rows,
+                                                out[:count]):
+            return None
+        point_kernels.compress_rows(array, keep, out[count:])
+        # The sampled points' class is the loader's (points_dim = dim, no
+        # attribute dims); the result is of the scene's class.
+        return points_like(type(points), out, dim, None)
 
     def transform(self, input_dict: dict) -> dict:
         if self.disabled or self.sample_2d or \
@@ -56,26 +85,42 @@ class FastObjectSample(ObjectSample):
                     "sample has no 'plane'; load the planes or set "
                     'use_ground_plane=False.')
         points = input_dict['points']
-        sampled_dict = self.db_sampler.sample_all(
-            gt_bboxes_3d.numpy(), gt_labels_3d, img=None,
-            ground_plane=ground_plane)
-        if sampled_dict is not None:
-            sampled_boxes = sampled_dict['gt_bboxes_3d']
-            sampled_points = sampled_dict['points']
+        pasted = None
+        if ground_plane is None:
+            sampled = self.db_sampler.sample_objects(gt_bboxes_3d.numpy(),
+                                                     gt_labels_3d)
+            if sampled is not None:
+                rows = self.db_sampler.point_rows(sampled['infos'])
+                if rows is not None:
+                    pasted = self._paste(points, sampled, rows)
+                if pasted is None:
+                    # Files of another kind: the sampler's own reading.
+                    sampled['points'] = self.db_sampler.load_points(
+                        sampled['infos'])
+        else:
+            sampled = self.db_sampler.sample_all(
+                gt_bboxes_3d.numpy(), gt_labels_3d, img=None,
+                ground_plane=ground_plane)
+        if sampled is not None:
+            sampled_boxes = sampled['gt_bboxes_3d']
             gt_labels_3d = np.concatenate(
-                [gt_labels_3d, sampled_dict['gt_labels_3d']], axis=0)
+                [gt_labels_3d, sampled['gt_labels_3d']], axis=0)
             gt_bboxes_3d = gt_bboxes_3d.new_box(
                 np.concatenate([gt_bboxes_3d.numpy(), sampled_boxes]))
-            array = points.tensor.numpy()
-            keep = ~points_in_any_rbbox(array, sampled_boxes)
-            pasted = sampled_points.tensor.numpy()
-            out = np.empty((len(pasted) + int(np.count_nonzero(keep)),
-                            array.shape[1]), dtype=np.float32)
-            out[:len(pasted)] = pasted
-            np.compress(keep, array, axis=0, out=out[len(pasted):])
-            # Stock: ``points.cat([sampled_points, kept])``.
-            points = points_like(type(points), out, sampled_points.points_dim,
-                                 sampled_points.attribute_dims)
+            if pasted is None:
+                sampled_points = sampled['points']
+                array = points.tensor.numpy()
+                keep = scratch('object_sample_keep', len(array), dtype=bool)
+                kept = outside_boxes(array, sampled_boxes, keep)
+                out = np.empty((len(sampled_points) + kept, array.shape[1]),
+                               dtype=np.float32)
+                out[:len(sampled_points)] = sampled_points.tensor.numpy()
+                point_kernels.compress_rows(array, keep,
+                                            out[len(sampled_points):])
+                pasted = points_like(type(points), out,
+                                     sampled_points.points_dim,
+                                     sampled_points.attribute_dims)
+            points = pasted
         input_dict['gt_bboxes_3d'] = gt_bboxes_3d
         input_dict['gt_labels_3d'] = gt_labels_3d.astype(np.int64)
         input_dict['points'] = points
