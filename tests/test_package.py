@@ -42,6 +42,7 @@ def test_import_has_no_side_effects_beyond_registration(tmp_path):
     result = _python("""
         import multiprocessing as mp, os, torch
         before = set(os.listdir('.'))
+        torch.set_num_threads(3)  # not the tests' 1, nor a core count
         threads = torch.get_num_threads()
         import projects.mmdet3d_plugin
         assert mp.get_start_method(allow_none=True) is None

@@ -106,8 +106,13 @@ def test_doctor_throughput(pillar02, step_time, status):
         tmp_dir='')
     ctx.provide('cfg', cfg)
     ctx.provide('dataset.train', dataset)
+    before = torch.get_num_threads()
+    torch.set_num_threads(3)  # not the tests' 1, nor the profile's
     rng, threads = np.random.get_state()[1].copy(), torch.get_num_threads()
-    line = check_throughput(ctx)
+    try:
+        line = check_throughput(ctx)
+    finally:
+        torch.set_num_threads(before)
     assert line.status == status, line
     # The doctor's process is left as it was.
     assert (np.random.get_state()[1] == rng).all()
