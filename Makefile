@@ -17,10 +17,9 @@ demo: $(STAMP)
 	$(PY) tools/quickstart.py --work-dir work_dirs/quickstart
 
 # Tests that mostly wait (rendezvous, timeouts, hangs) run beside the
-# CPU-bound ones: 5 pytest-xdist workers on 2 cores (every process on one
-# compute thread, tests/conftest.py); the tests of a module
+# CPU-bound ones: 4 pytest-xdist workers on 2 cores; the tests of a module
 # with a module-scoped launch stay on one worker (tests/conftest.py).
-PYTEST_WORKERS ?= 5
+PYTEST_WORKERS ?= 4
 
 test: $(STAMP)
 	$(VENV)/bin/lint-imports --config .importlinter
