@@ -4,7 +4,7 @@
 # (projects/mmdet3d_plugin/datasets/transforms), which take the
 # same arguments and give the same samples bit for bit, with the same random
 # draws, so training is unchanged. The CenterPoint pillar02 train pipeline
-# at nuScenes density runs about 3.8x the samples per second on one core,
+# at nuScenes density runs about 3.6x the samples per second on one core,
 # and a fresh worker compiles none of mmdet3d's numba kernels before its
 # first sample: the plugin's own load from numba's cache
 # (benchmarks/bench_pipeline.py).
