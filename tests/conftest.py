@@ -56,32 +56,15 @@ class SharedFixtureScheduling(LoadScopeScheduling):
     worker, so it is built once; every other test is a unit of its own and
     goes to whichever worker is free. (``--dist loadgroup`` with
     ``xdist_group`` marks would say the same, but does not group under
-    pytest 9.2 with pytest-xdist 3.8.)
-
-    Units are handed out in collection order (the slow ones first, see
-    :func:`pytest_collection_modifyitems`), not loadscope's default of the
-    largest modules first, which left the long single-test scenarios to the
-    end of the run and the other workers idle.
-    """
+    pytest 9.2 with pytest-xdist 3.8.)"""
 
     def __init__(self, config, log=None):
-        config.option.loadscopereorder = False
         super().__init__(config, log)
         self.shared = _modules_sharing_a_fixture()
 
     def _split_scope(self, nodeid: str) -> str:
         module = nodeid.split('::', 1)[0]
         return module if module in self.shared else nodeid
-
-
-def pytest_collection_modifyitems(items):
-    """The modules with tests marked ``slow`` (the long scenarios:
-    launches, full-size models, data builds) first, whole and in their
-    order, so that the workers start them early and the short ones fill in
-    at the end."""
-    slow = {item.nodeid.split('::', 1)[0] for item in items
-            if item.get_closest_marker('slow') is not None}
-    items.sort(key=lambda item: item.nodeid.split('::', 1)[0] not in slow)
 
 
 def pytest_xdist_make_scheduler(config, log):

@@ -22,9 +22,6 @@ from projects.mmdet3d_plugin.compat.inventory import OFF_VARIABLE
 from projects.mmdet3d_plugin.cli.runner import build_runner
 from projects.mmdet3d_plugin.config.data_root import redirect_data_root
 
-# Scheduled first by tests/conftest.py: the long scenarios.
-pytestmark = pytest.mark.slow
-
 REPO_ROOT = Path(__file__).resolve().parents[2]
 FULL_CONFIGS = sorted(
     p.relative_to(REPO_ROOT).as_posix()

@@ -11,13 +11,8 @@ import signal
 import textwrap
 from pathlib import Path
 
-import pytest
-
 from tests.helpers.run_logs import losses
 from tests.helpers.train_tool import start_train
-
-# Scheduled first by tests/conftest.py: the long scenarios.
-pytestmark = pytest.mark.slow
 
 REPO = Path(__file__).resolve().parents[2]
 PILLAR02 = (REPO / 'configs' / 'centerpoint' /

@@ -31,9 +31,6 @@ from projects.mmdet3d_plugin.doctor.context import (DoctorContext,
                                                     DoctorOptions, passed)
 from projects.mmdet3d_plugin.doctor.checks.types import config_types
 
-# Scheduled first by tests/conftest.py: the long scenarios.
-pytestmark = pytest.mark.slow
-
 REPO = Path(__file__).resolve().parents[2]
 SYNTHETIC = REPO / 'configs' / 'centerpoint' / \
     'centerpoint_pillar_synthetic.py'

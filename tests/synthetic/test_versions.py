@@ -29,9 +29,6 @@ from projects.mmdet3d_plugin.synthetic import (SUPPORTED_VERSIONS,
 from projects.mmdet3d_plugin.synthetic.writer import (
     MARKER, SyntheticNuScenesConfig, generate_synthetic_nuscenes)
 
-# Scheduled first by tests/conftest.py: the long scenarios.
-pytestmark = pytest.mark.slow
-
 REPO = Path(__file__).resolve().parents[2]
 TOOLS = ('tools/create_data.py', 'tools/create_synthetic_nuscenes.py')
 KEYFRAMES = 1

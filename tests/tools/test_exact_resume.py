@@ -30,9 +30,6 @@ from tests.helpers.fault_helpers import write_config
 from tests.helpers.run_logs import losses
 from tests.helpers.train_tool import start_dist_train, start_train
 
-# Scheduled first by tests/conftest.py: the long scenarios.
-pytestmark = pytest.mark.slow
-
 REPO = Path(__file__).resolve().parents[2]
 EPOCHS, SIZE, INTERVAL = 3, 40, 3
 ITERS = {1: 30, 2: 15}

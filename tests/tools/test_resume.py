@@ -13,17 +13,12 @@ import signal
 import subprocess
 from pathlib import Path
 
-import pytest
-
 from projects.mmdet3d_plugin.fileio.atomic import is_temporary
 
 REPO = Path(__file__).resolve().parents[2]
 HELPERS = REPO / 'tests' / 'helpers'
 from tests.helpers.fault_helpers import write_config  # noqa: E402
 from tests.helpers.train_tool import start_train  # noqa: E402
-
-# Scheduled first by tests/conftest.py: the long scenarios.
-pytestmark = pytest.mark.slow
 
 MAX_ITERS = 10
 KILL_AFTER = 4

@@ -3,13 +3,8 @@ at iteration 2,390 of a 2,400-iteration epoch (samples take 6 ms to load)
 takes at most 1.2x the wall time of a fresh 10-iteration run of the same
 config (mmengine's loop replays the epoch or loads the 2,390 batches it
 skips: ``benchmarks/bench_resume.py`` has both side by side)."""
-import pytest
-
 from tests.helpers.resume_cost import (AT, SIZE, checkpoint_at, cost_config,
                                        timed_runs)
-
-# Scheduled first by tests/conftest.py: the long scenarios.
-pytestmark = pytest.mark.slow
 
 
 def test_resume_at_2390_of_2400_costs_a_fresh_start(tmp_path):

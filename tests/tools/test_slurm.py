@@ -21,9 +21,6 @@ from projects.mmdet3d_plugin.dist.ports import free_port
 from tests.helpers.slurm_cluster import PARTITION, SLURM_INSTALL, SlurmCluster
 from tests.helpers.slurm_toy import write_paced_config
 
-# Scheduled first by tests/conftest.py: the long scenarios.
-pytestmark = pytest.mark.slow
-
 REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / 'tools' / 'slurm_train.sh'
 MAX_ITERS = 12

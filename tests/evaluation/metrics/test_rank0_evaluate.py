@@ -23,9 +23,6 @@ from projects.mmdet3d_plugin.evaluation.metrics.rank0_evaluate import (
     DEFAULT_DIST_WAIT_TIMEOUT)
 from tests.helpers.dist_env import start_ranks
 
-# Scheduled first by tests/conftest.py: the long scenarios.
-pytestmark = pytest.mark.slow
-
 REPO = Path(__file__).resolve().parents[3]
 RUNNER = 'tests.helpers.metric_wait_runner'
 TIMEOUT = 8  # env_cfg.dist_cfg.timeout, seconds
