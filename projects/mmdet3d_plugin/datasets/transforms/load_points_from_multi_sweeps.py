@@ -105,6 +105,7 @@ class FastLoadPointsFromMultiSweeps(LoadPointsFromMultiSweeps):
         points.tensor[:, 4] = 0
         key = points.tensor.numpy()
         ts = results['timestamp']
+        exact = column_move_is_exact()
         # (array, kept-rows mask or None, sweep info or None) per part.
         parts: List[tuple] = [(key, None, None)]
         if 'lidar_sweeps' not in results:
@@ -122,12 +123,11 @@ class FastLoadPointsFromMultiSweeps(LoadPointsFromMultiSweeps):
                     raw = self._load_points(path)
                 raw = raw.reshape(-1, self.load_dim)
                 keep = None
-                if self.remove_close and not column_move_is_exact():
+                if self.remove_close and not exact:
                     keep = self._not_close(raw)
                 parts.append((raw, keep, sweep))
 
         radius = np.float32(1.0 if self.remove_close else 0.0)
-        exact = column_move_is_exact()
         sizes = []
         for array, keep, sweep in parts:
             if sweep is not None and exact:

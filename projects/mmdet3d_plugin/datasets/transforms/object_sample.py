@@ -13,6 +13,18 @@ from ._points import points_like, scratch
 from .box_geometry import outside_boxes
 
 
+def _after_rows(front: int, points: np.ndarray,
+                boxes: np.ndarray) -> np.ndarray:
+    """A new float32 array of ``front`` rows left for the caller, followed
+    by the rows of ``points`` (N, C) outside every box of ``boxes``, in
+    their order."""
+    keep = scratch('object_sample_keep', len(points), dtype=bool)
+    kept = outside_boxes(points, boxes, keep)
+    out = np.empty((front + kept, points.shape[1]), dtype=np.float32)
+    point_kernels.compress_rows(points, keep, out[front:])
+    return out
+
+
 @TRANSFORMS.register_module()
 class FastObjectSample(ObjectSample):
     """mmdet3d's ``ObjectSample``, same arguments, same output and random
@@ -41,12 +53,8 @@ class FastObjectSample(ObjectSample):
     @staticmethod
     def remove_points_in_boxes(points: BasePoints,
                                boxes: np.ndarray) -> BasePoints:
-        array = points.tensor.numpy()
-        keep = scratch('object_sample_keep', len(array), dtype=bool)
-        out = np.empty((outside_boxes(array, boxes, keep), array.shape[1]),
-                       dtype=np.float32)
-        point_kernels.compress_rows(array, keep, out)
-        return points_like(points, out)
+        return points_like(points,
+                           _after_rows(0, points.tensor.numpy(), boxes))
 
     def _paste(self, points: BasePoints, sampled: dict,
                rows: list) -> Optional[BasePoints]:
@@ -58,14 +66,11 @@ class FastObjectSample(ObjectSample):
         dim = self.db_sampler.points_loader.load_dim
         if array.shape[1] != dim:
             return None  # stock's ``cat`` raises; let it
-        keep = scratch('object_sample_keep', len(array), dtype=bool)
-        kept = outside_boxes(array, sampled['gt_bboxes_3d'], keep)
         count = sum(rows)
-        out = np.empty((count + kept, dim), dtype=np.float32)
+        out = _after_rows(count, array, sampled['gt_bboxes_3d'])
         if not self.db_sampler.read_points_into(sampled['infos'], rows,
                                                 out[:count]):
             return None
-        point_kernels.compress_rows(array, keep, out[count:])
         # The sampled points' class is the loader's (points_dim = dim, no
         # attribute dims); the result is of the scene's class.
         return points_like(type(points), out, dim, None)
@@ -109,14 +114,9 @@ class FastObjectSample(ObjectSample):
                 np.concatenate([gt_bboxes_3d.numpy(), sampled_boxes]))
             if pasted is None:
                 sampled_points = sampled['points']
-                array = points.tensor.numpy()
-                keep = scratch('object_sample_keep', len(array), dtype=bool)
-                kept = outside_boxes(array, sampled_boxes, keep)
-                out = np.empty((len(sampled_points) + kept, array.shape[1]),
-                               dtype=np.float32)
+                out = _after_rows(len(sampled_points), points.tensor.numpy(),
+                                  sampled_boxes)
                 out[:len(sampled_points)] = sampled_points.tensor.numpy()
-                point_kernels.compress_rows(array, keep,
-                                            out[len(sampled_points):])
                 pasted = points_like(type(points), out,
                                      sampled_points.points_dim,
                                      sampled_points.attribute_dims)
