@@ -22,7 +22,7 @@ demo: $(STAMP)
 PYTEST_WORKERS ?= 4
 
 test: $(STAMP)
-	$(VENV)/bin/lint-imports --config .importlinter
+	$(VENV)/bin/lint-imports .importlinter
 	$(PY) -m pytest -n $(PYTEST_WORKERS) --dist loadscope tests
 
 clean-venv:

@@ -111,7 +111,7 @@ def per_iteration(calls, repeats):
 def _gather_rank(rank, port, gathers, queue):
     import torch.distributed as torch_dist
 
-    from projects.mmdet3d_plugin.dist import side_group
+    from projects.mmdet3d_plugin.dist.groups import side_group
     from projects.mmdet3d_plugin.engine.straggler import FIELDS, gather_sums
     os.environ.update(MASTER_ADDR='127.0.0.1', MASTER_PORT=str(port))
     torch_dist.init_process_group('gloo', rank=rank, world_size=2)

@@ -89,7 +89,7 @@ def test_legacy_plugin_dir_is_imported(tmp_path):
     result = _python(f"""
         import sys
         sys.path.insert(0, '.')
-        from projects.mmdet3d_plugin.cli import prepare_run
+        from projects.mmdet3d_plugin.cli.prepare import prepare_run
         from mmdet3d.registry import HOOKS
         prepare_run({str(cfg)!r}, 'train', work_dir='work')
         assert HOOKS.get('LegacyPluginHook') is not None
@@ -99,7 +99,7 @@ def test_legacy_plugin_dir_is_imported(tmp_path):
 
 
 def test_legacy_plugin_without_dir_is_refused(tmp_path):
-    from projects.mmdet3d_plugin.cli import prepare_run
+    from projects.mmdet3d_plugin.cli.prepare import prepare_run
     cfg = tmp_path / 'legacy.py'
     cfg.write_text('plugin = True\n')
     with pytest.raises(ValueError, match='plugin_dir'):

@@ -16,14 +16,9 @@ import sys
 
 sys.path.insert(0, osp.dirname(osp.dirname(osp.abspath(__file__))))
 
-from projects.mmdet3d_plugin.cli.errors import (  # noqa: E402
-    add_debug_flag, run_tool)
-from projects.mmdet3d_plugin.config.loading import (  # noqa: E402
-    add_cfg_options, load_config)
-from projects.mmdet3d_plugin.datasets.builder import (  # noqa: E402
-    build_split_dataset)
-from projects.mmdet3d_plugin.pickling import (  # noqa: E402
-    check_picklable, format_report)
+from projects.mmdet3d_plugin.cli.errors import run_tool  # noqa: E402
+from projects.mmdet3d_plugin.cli.parsers import (  # noqa: E402
+    add_cfg_options, add_debug_flag, check_config_file)
 
 
 def parse_args():
@@ -43,6 +38,12 @@ def parse_args():
 
 
 def check_pickle(args) -> int:
+    check_config_file(args)
+    # The dataset's stack loads after the arguments are checked.
+    from projects.mmdet3d_plugin.config.loading import load_config
+    from projects.mmdet3d_plugin.datasets.builder import build_split_dataset
+    from projects.mmdet3d_plugin.pickling.check import (check_picklable,
+                                                        format_report)
     cfg = load_config(args.config, args.cfg_options)
     dataset = build_split_dataset(cfg, args.split)
     report = check_picklable(dataset, load_in_spawn=not args.no_load)

@@ -22,10 +22,8 @@ import sys
 
 sys.path.insert(0, osp.dirname(osp.dirname(osp.abspath(__file__))))
 
-from projects.mmdet3d_plugin.cli.errors import (  # noqa: E402
-    add_debug_flag, run_tool)
-from projects.mmdet3d_plugin.synthetic.converter import (  # noqa: E402
-    create_nuscenes_infos)
+from projects.mmdet3d_plugin.cli.errors import run_tool  # noqa: E402
+from projects.mmdet3d_plugin.cli.parsers import add_debug_flag  # noqa: E402
 
 
 def parse_args():
@@ -50,6 +48,9 @@ def parse_args():
 
 
 def create_data(args) -> int:
+    # mmdet3d's converter loads after the arguments.
+    from projects.mmdet3d_plugin.synthetic.converter import \
+        create_nuscenes_infos
     paths = create_nuscenes_infos(
         args.root_path,
         out_dir=args.out_dir,

@@ -21,10 +21,10 @@ import sys
 
 sys.path.insert(0, osp.dirname(osp.dirname(osp.abspath(__file__))))
 
-from projects.mmdet3d_plugin.cli.errors import (  # noqa: E402
-    add_debug_flag, run_tool)
-from projects.mmdet3d_plugin.synthetic.writer import (  # noqa: E402
-    SyntheticNuScenesConfig, generate_synthetic_nuscenes)
+from projects.mmdet3d_plugin.cli.errors import run_tool  # noqa: E402
+from projects.mmdet3d_plugin.cli.parsers import add_debug_flag  # noqa: E402
+from projects.mmdet3d_plugin.synthetic.scene import (  # noqa: E402
+    SyntheticNuScenesConfig)
 
 
 def parse_args():
@@ -58,6 +58,9 @@ def parse_args():
 
 
 def create_synthetic_nuscenes(args) -> int:
+    # The writer (OpenCV, the devkit's tables) loads after the arguments.
+    from projects.mmdet3d_plugin.synthetic.writer import \
+        generate_synthetic_nuscenes
     cfg = SyntheticNuScenesConfig(
         samples_per_scene=args.samples_per_scene,
         points_per_frame=args.points_per_frame)

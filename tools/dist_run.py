@@ -14,8 +14,8 @@ The exit status is torchrun's, except when the failed ranks exited with
 85 (``PreemptionHook``: a preemption signal, the checkpoint of the last
 iteration saved): then one line says so, no report is made, and the
 status is 85, which ``tools/slurm_train.sh`` and job schedulers can act
-on. Only torch is imported here: the plugin is loaded by the report, after
-a failure.
+on. Only torch and the plugin's constants are imported here: the report
+loads after a failure.
 """
 import json
 import os
@@ -31,11 +31,11 @@ import traceback
 from torch.distributed import run as torchrun
 from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
 
-#: Read by projects.mmdet3d_plugin.failures.collect (same name there).
-EXIT_STATUS_NAME = 'exit_status.json'
-# projects.mmdet3d_plugin.constants.PREEMPTED_EXIT_CODE (not imported: see
-# the module docstring).
-PREEMPTED_EXIT_CODE = 85
+sys.path.insert(0, osp.dirname(osp.dirname(osp.abspath(__file__))))
+
+from projects.mmdet3d_plugin.constants import (  # noqa: E402
+    EXIT_STATUS_NAME, PREEMPTED_EXIT_CODE)
+
 REPORT_TOOL = osp.join(osp.dirname(osp.abspath(__file__)),
                        'failure_report.py')
 

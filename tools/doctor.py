@@ -15,9 +15,8 @@ import sys
 
 sys.path.insert(0, osp.dirname(osp.dirname(osp.abspath(__file__))))
 
-from projects.mmdet3d_plugin.doctor.preflight import (  # noqa: E402
-    doctor_parser, run_from_args)
 from projects.mmdet3d_plugin.cli.errors import run_tool  # noqa: E402
+from projects.mmdet3d_plugin.doctor.parser import doctor_parser  # noqa: E402
 
 
 def parse_args():
@@ -25,7 +24,10 @@ def parse_args():
 
 
 def main():
-    return run_tool(run_from_args, parse_args())
+    args = parse_args()
+    # The checks load the heavy stack, after the arguments are parsed.
+    from projects.mmdet3d_plugin.doctor.preflight import run_from_args
+    return run_tool(run_from_args, args)
 
 
 if __name__ == '__main__':

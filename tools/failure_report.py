@@ -16,8 +16,6 @@ import sys
 
 sys.path.insert(0, osp.dirname(osp.dirname(osp.abspath(__file__))))
 
-from projects.mmdet3d_plugin.failures import report_failed_run  # noqa: E402
-
 
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
@@ -36,6 +34,9 @@ def main(argv=None):
         print(f'failure_report: {args.log_dir} is not a folder; give the '
               "launch's log folder (torchrun's --log-dir)", file=sys.stderr)
         return 0
+    # Loaded after the arguments: the report imports torch (its error
+    # files), never mmcv or mmdet3d, so it explains a broken install too.
+    from projects.mmdet3d_plugin.failures.report import report_failed_run
     text, _ = report_failed_run(args.log_dir, args.exit_code, args.work_dir)
     print(text, file=sys.stderr, flush=True)
     return 0

@@ -18,14 +18,9 @@ import sys
 
 sys.path.insert(0, osp.dirname(osp.dirname(osp.abspath(__file__))))
 
-from projects.mmdet3d_plugin.cli.errors import (  # noqa: E402
-    add_debug_flag, run_tool)
-from projects.mmdet3d_plugin.cli.find_unused import (  # noqa: E402
-    find_unused_parameters)
-from projects.mmdet3d_plugin.cli.prepare import prepare_run  # noqa: E402
-from projects.mmdet3d_plugin.config.loading import (  # noqa: E402
-    add_cfg_options)
-from projects.mmdet3d_plugin.engine.unused_params import describe  # noqa: E402
+from projects.mmdet3d_plugin.cli.errors import run_tool  # noqa: E402
+from projects.mmdet3d_plugin.cli.parsers import (  # noqa: E402
+    add_cfg_options, add_debug_flag, check_config_file)
 
 
 def parse_args(argv=None):
@@ -45,6 +40,11 @@ def parse_args(argv=None):
 
 
 def find_unused_params(args) -> int:
+    check_config_file(args)
+    # The training stack loads after the arguments are checked.
+    from projects.mmdet3d_plugin.cli.find_unused import find_unused_parameters
+    from projects.mmdet3d_plugin.cli.prepare import prepare_run
+    from projects.mmdet3d_plugin.engine.unused_params.table import describe
     cfg = prepare_run(args.config, 'train', cfg_options=args.cfg_options)
     report = find_unused_parameters(cfg, args.iters, work_dir=args.work_dir)
     print(describe(report, report['table']))

@@ -16,6 +16,11 @@ PYTHON=${PYTHON:-python3}
 
 [ -x "$VENV/bin/python" ] || "$PYTHON" -m venv "$VENV"
 PY="$VENV/bin/python"
+# The work area's prebuilt mmcv wheel (shared/wheels beside the checkout),
+# when there is one: appended to the machine's own PIP_FIND_LINKS.
+if [ -d ../shared/wheels ]; then
+  export PIP_FIND_LINKS="${PIP_FIND_LINKS:+$PIP_FIND_LINKS }$(cd ../shared/wheels && pwd)"
+fi
 PIP=("$PY" -m pip install --disable-pip-version-check -c requirements/constraints.txt)
 
 "${PIP[@]}" -r requirements/build.txt

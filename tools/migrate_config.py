@@ -21,10 +21,9 @@ import sys
 
 sys.path.insert(0, osp.dirname(osp.dirname(osp.abspath(__file__))))
 
-from projects.mmdet3d_plugin.cli.errors import (  # noqa: E402
-    add_debug_flag, run_tool)
-from projects.mmdet3d_plugin.config.loading import (  # noqa: E402
-    add_cfg_options, migrate_config)
+from projects.mmdet3d_plugin.cli.errors import run_tool  # noqa: E402
+from projects.mmdet3d_plugin.cli.parsers import (  # noqa: E402
+    add_cfg_options, add_debug_flag, check_config_file)
 
 
 def parse_args(argv=None):
@@ -45,6 +44,10 @@ def parse_args(argv=None):
 
 
 def migrate(args) -> int:
+    check_config_file(args)
+    # The config code (and, for a 0.x model, mmdet3d's registries) loads
+    # after the arguments are checked.
+    from projects.mmdet3d_plugin.config.loading import migrate_config
     migrate_config(
         args.config,
         args.out,

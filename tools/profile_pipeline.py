@@ -23,8 +23,9 @@ import sys
 sys.path.insert(0, osp.dirname(osp.dirname(osp.abspath(__file__))))
 
 from projects.mmdet3d_plugin.cli.errors import run_tool  # noqa: E402
-from projects.mmdet3d_plugin.profiling.pipeline import (  # noqa: E402
-    profile_parser, run_from_args)
+from projects.mmdet3d_plugin.cli.parsers import check_config_file  # noqa: E402
+from projects.mmdet3d_plugin.profiling.parser import (  # noqa: E402
+    profile_parser)
 
 
 def parse_args():
@@ -32,7 +33,11 @@ def parse_args():
 
 
 def main():
-    return run_tool(run_from_args, parse_args())
+    args = parse_args()
+    run_tool(check_config_file, args)
+    # The pipeline's stack loads here, after the arguments are checked.
+    from projects.mmdet3d_plugin.profiling.pipeline import run_from_args
+    return run_tool(run_from_args, args)
 
 
 if __name__ == '__main__':

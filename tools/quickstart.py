@@ -6,10 +6,9 @@ import sys
 
 sys.path.insert(0, osp.dirname(osp.dirname(osp.abspath(__file__))))
 
-from projects.mmdet3d_plugin.cli.errors import (  # noqa: E402
-    add_debug_flag, run_tool)
-from projects.mmdet3d_plugin.demo.quickstart import (  # noqa: E402
-    DEMO_ITERS, run_quickstart)
+from projects.mmdet3d_plugin.cli.errors import run_tool  # noqa: E402
+from projects.mmdet3d_plugin.cli.parsers import add_debug_flag  # noqa: E402
+from projects.mmdet3d_plugin.constants import DEMO_ITERS  # noqa: E402
 
 
 def parse_args():
@@ -35,6 +34,8 @@ def parse_args():
 
 
 def quickstart(args) -> int:
+    # The demo's stack loads after the arguments.
+    from projects.mmdet3d_plugin.demo.quickstart import run_quickstart
     # The summary dict is printed and written to JSON by run_quickstart.
     run_quickstart(args.work_dir, data_root=args.data_root, gpus=args.gpus,
                    accum=args.accum, iters=args.iters,

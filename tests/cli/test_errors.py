@@ -16,7 +16,9 @@ import pytest
 from mmengine.registry import init_default_scope
 
 from mmdet3d.registry import DATASETS, HOOKS
-from projects.mmdet3d_plugin.cli import run_tool, train, train_parser
+from projects.mmdet3d_plugin.cli.errors import run_tool
+from projects.mmdet3d_plugin.cli.run import train
+from projects.mmdet3d_plugin.cli.parsers import train_parser
 from projects.mmdet3d_plugin.cli.errors import user_error_message
 
 REPO = Path(__file__).resolve().parents[2]

@@ -5,10 +5,10 @@ from pathlib import Path
 import pytest
 
 from tests.helpers.gpu import requires_no_cuda
-from projects.mmdet3d_plugin.cli import prepare_run, timeout_error
+from projects.mmdet3d_plugin.cli.prepare import prepare_run, timeout_error
 from projects.mmdet3d_plugin.cli.parsers import train_parser
 from projects.mmdet3d_plugin.cli.run import prepare_train
-from projects.mmdet3d_plugin.engine.amp import AmpUnsupportedError
+from projects.mmdet3d_plugin.failures.causes import AmpUnsupportedError
 
 TOY = """
 default_scope = 'mmdet3d'

@@ -15,9 +15,10 @@ from mmengine.registry import init_default_scope
 
 import mmdet3d
 from mmdet3d.registry import MODELS
-from projects.mmdet3d_plugin import compat, load_config
+from projects.mmdet3d_plugin import load_config
+from projects.mmdet3d_plugin.compat import fixes
 from projects.mmdet3d_plugin.cli.runner import build_runner
-from projects.mmdet3d_plugin.config import redirect_data_root
+from projects.mmdet3d_plugin.config.data_root import redirect_data_root
 
 REPO = Path(__file__).resolve().parents[2]
 MMDET3D_PILLAR02 = (Path(mmdet3d.__file__).parent / '.mim' / 'configs' /
@@ -49,8 +50,8 @@ def heatmap_biases(config: str) -> dict:
 
 @pytest.mark.parametrize('config', CONFIGS, ids=config_id)
 def test_heatmap_bias_is_init_bias(config):
-    assert 'centerhead_init' in compat.applied
     found = heatmap_biases(config)
+    assert 'centerhead_init' in fixes.applied
     assert found['init_bias'] == pytest.approx(-2.19)
     for bias in found['biases']:
         assert bias == pytest.approx([found['init_bias']] * len(bias))

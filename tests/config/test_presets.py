@@ -15,6 +15,7 @@ from projects.mmdet3d_plugin import load_config
 from projects.mmdet3d_plugin.config.presets import (add_train_flags,
                                                     apply_presets,
                                                     apply_train_flags,
+                                                    force_float32,
                                                     known_presets)
 
 REPO = Path(__file__).resolve().parents[2]
@@ -327,3 +328,21 @@ def test_add_train_flags(argv, accum, amp):
     add_train_flags(parser)
     args = parser.parse_args(argv)
     assert (args.accum, args.amp) == (accum, amp)
+
+
+def test_force_float32_on_an_optim_wrapper_copy():
+    """The doctor trains in float32 with a dict holding only the wrapper:
+    each autocast wrapper of several becomes OptimWrapper, a custom type
+    is kept, and the config the copy came from is untouched."""
+    sgd = dict(type='SGD', lr=0.1)
+    cfg = Config(dict(optim_wrapper=dict(
+        backbone=dict(type='AmpOptimWrapper', optimizer=sgd,
+                      loss_scale='dynamic', accumulative_counts=2),
+        head=dict(type='MyOptimWrapper', optimizer=sgd, dtype='bfloat16'))))
+    copied = dict(optim_wrapper=copy.deepcopy(cfg.optim_wrapper))
+    assert force_float32(copied, 'doctor model.train') is copied
+    assert copied['optim_wrapper'] == dict(
+        backbone=dict(type='OptimWrapper', optimizer=sgd,
+                      accumulative_counts=2),
+        head=dict(type='MyOptimWrapper', optimizer=sgd))
+    assert cfg.optim_wrapper.backbone.type == 'AmpOptimWrapper'

@@ -90,7 +90,7 @@ import sys
 from mmengine.registry import init_default_scope
 from mmdet3d.registry import DATASETS
 from projects.mmdet3d_plugin import load_config
-from projects.mmdet3d_plugin.config import redirect_data_root
+from projects.mmdet3d_plugin.config.data_root import redirect_data_root
 from projects.mmdet3d_plugin.config.presets import replace_transform_types
 cfg = redirect_data_root(load_config(sys.argv[1]), sys.argv[2])
 if sys.argv[3] == 'stock':

@@ -44,9 +44,10 @@ def _config(path: Path, hook: dict) -> Path:
 
 def test_pillar02_resumes_inside_its_epoch_exactly(nus_synthetic, tmp_path):
     stop = _config(tmp_path / 'stop.py',
-                   dict(type='StopAfterHook', after_iter=5))
-    kill = _config(tmp_path / 'kill.py', dict(type='KillSelfHook',
-                                              after_iter=3))
+                   dict(type='StopAfterHook', after_iter=5,
+                        exit_process=True))
+    kill = _config(tmp_path / 'kill.py', dict(
+        type='FailAtIterHook', at_iter=3, when='after', action='SIGKILL'))
     full, work = tmp_path / 'full', tmp_path / 'work'
     uninterrupted = start_train(stop, full, '--data-root', nus_synthetic)
     killed = start_train(kill, work, '--data-root', nus_synthetic)

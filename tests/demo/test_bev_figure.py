@@ -7,7 +7,7 @@ import numpy as np
 from projects.mmdet3d_plugin import load_config
 from projects.mmdet3d_plugin.cli.runner import build_runner
 from projects.mmdet3d_plugin.demo.bev_figure import draw_bev, predict_frame
-from projects.mmdet3d_plugin.config import redirect_data_root
+from projects.mmdet3d_plugin.config.data_root import redirect_data_root
 from projects.mmdet3d_plugin.constants import NUSCENES_CLASSES
 
 REPO = Path(__file__).resolve().parents[2]

@@ -29,7 +29,7 @@ from projects.mmdet3d_plugin.constants import CPU_BF16_ENV
 from projects.mmdet3d_plugin.doctor.preflight import main, run_doctor
 from projects.mmdet3d_plugin.doctor.context import (DoctorContext,
                                                     DoctorOptions, passed)
-from projects.mmdet3d_plugin.doctor.checks.types import config_types
+from projects.mmdet3d_plugin.doctor.checks.registry_types import config_types
 
 REPO = Path(__file__).resolve().parents[2]
 SYNTHETIC = REPO / 'configs' / 'centerpoint' / \
@@ -316,7 +316,7 @@ def test_train_flags_are_applied_as_tools_train_does(tmp_path):
 
 
 def test_config_is_prepared_as_tools_train_prepares_it(tmp_path):
-    from projects.mmdet3d_plugin.cli import prepare_run
+    from projects.mmdet3d_plugin.cli.prepare import prepare_run
     from projects.mmdet3d_plugin.doctor.checks.config import check_load
     config = toy_config(tmp_path)
     flags = dict(cfg_options={'optim_wrapper.accumulative_counts': 3,
@@ -333,7 +333,7 @@ def test_config_is_prepared_as_tools_train_prepares_it(tmp_path):
 
 
 def test_timeouts_fail_with_the_error_of_tools_train(tmp_path):
-    from projects.mmdet3d_plugin.cli import prepare_run
+    from projects.mmdet3d_plugin.cli.prepare import prepare_run
     from projects.mmdet3d_plugin.doctor.checks.dist import check_timeouts
     config = toy_config(tmp_path, extra=(
         "custom_hooks = [dict(type='DistWatchdogHook', timeout=2000)]\n"

@@ -3,13 +3,13 @@ import math
 
 import pytest
 import torch
-from mmengine.hooks import Hook
 from mmengine.runner import Runner
 
 import projects.mmdet3d_plugin  # noqa: F401  registers PluginRunner
 from tests.helpers.gpu import requires_cuda, requires_no_cuda
-from mmdet3d.registry import HOOKS, RUNNERS
+from mmdet3d.registry import RUNNERS
 from tests.helpers.precision_toys import collect_logs, parameters_of, toy_cfg
+from tests.helpers import fault_hooks  # noqa: F401  registers StopAfterHook
 from projects.mmdet3d_plugin.engine.hooks.accumulation_resume_hook import (
     AccumulationResumeHook)
 from projects.mmdet3d_plugin.engine.amp import (
@@ -17,20 +17,6 @@ from projects.mmdet3d_plugin.engine.amp import (
 from projects.mmdet3d_plugin.constants import CPU_BF16_ENV
 from projects.mmdet3d_plugin.config.presets import (apply_presets,
                                                     apply_train_flags)
-
-
-@HOOKS.register_module(force=True)
-class StopTrainingHook(Hook):
-    """Stop an iteration-based run after ``at_iter`` iterations, as an
-    interruption would (after the checkpoint of that iteration)."""
-
-    def __init__(self, at_iter: int) -> None:
-        self.at_iter = at_iter
-
-    def after_train_iter(self, runner, batch_idx, data_batch=None,
-                         outputs=None) -> None:
-        if runner.iter + 1 >= self.at_iter:
-            runner.train_loop.stop_training = True
 
 
 def _train(cfg, runner_cls=None):
@@ -78,8 +64,10 @@ def test_accumulation_steps_only_at_cycle_end(tmp_path):
 
 
 def _stop_at(runner_cfg, iteration):
+    # Stops the loop after the checkpoint of that iteration, as an
+    # interruption would.
     runner_cfg.custom_hooks = [
-        dict(type='StopTrainingHook', at_iter=iteration, priority='LOWEST')
+        dict(type='StopAfterHook', after_iter=iteration)
     ]
     return runner_cfg
 

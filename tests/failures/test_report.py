@@ -22,16 +22,18 @@ from projects.mmdet3d_plugin.constants import (FAILURE_REPORT_NAME,
                                                HANG_EXIT_CODE,
                                                HANG_MESSAGE_PREFIX,
                                                HANG_REPORT_NAME)
-from projects.mmdet3d_plugin.diagnostics import (RankErrorHandler,
-                                                 exception_lines,
-                                                 is_peer_death, user_frame)
+from projects.mmdet3d_plugin.failures.error_files import RankErrorHandler
+from projects.mmdet3d_plugin.failures.frames import exception_lines, user_frame
+from projects.mmdet3d_plugin.failures.causes import is_peer_death
 from projects.mmdet3d_plugin.dist.ports import free_port
 from projects.mmdet3d_plugin.engine.watchdog import DistWatchdogHang
-from projects.mmdet3d_plugin.failures import (CAUSES, RankFailure,
-                                              build_report, collect_failures,
-                                              find_cause, format_report,
-                                              read_error_file, record_errors,
-                                              report_failed_run, signal_hint)
+from projects.mmdet3d_plugin.failures.causes import CAUSES, find_cause, signal_hint
+from projects.mmdet3d_plugin.failures.collect import RankFailure, collect_failures
+from projects.mmdet3d_plugin.failures.build import build_report
+from projects.mmdet3d_plugin.failures.text import format_report
+from projects.mmdet3d_plugin.failures.error_files import read_error_file
+from projects.mmdet3d_plugin.failures.record import record_errors
+from projects.mmdet3d_plugin.failures.report import report_failed_run
 from projects.mmdet3d_plugin.failures.collect import EXIT_STATUS_NAME
 from projects.mmdet3d_plugin.failures.rank_info import (ERROR_FILE_ENV,
                                                         RANK_INFO_NAME,
@@ -41,7 +43,7 @@ REPO = Path(__file__).resolve().parents[2]
 HELPERS = REPO / 'tests' / 'helpers'
 from tests.helpers.dist_env import wait_or_kill  # noqa: E402
 from tests.helpers.failure_faults import (  # noqa: E402
-    FAULT_MESSAGE, write_failure_config)
+    BAD_BATCH_FAULT, FAULT_MESSAGE, write_failure_config)
 from tests.helpers.slurm_cluster import PARTITION  # noqa: E402
 
 # -- the cause table --------------------------------------------------------
@@ -380,7 +382,6 @@ def test_dist_run_finds_the_work_dir(args, work_dir):
     if work_dir:
         log_dir = dist_run.default_log_dir(work_dir)
         assert os.path.dirname(log_dir) == f'{work_dir}/torchrun_logs'
-    assert dist_run.EXIT_STATUS_NAME == EXIT_STATUS_NAME
 
 
 # -- 2-process runs of tools/dist_train.sh ----------------------------------
@@ -411,21 +412,22 @@ def _launch(tmp_path, config, world_size=2):
 
 
 def _raise_line() -> int:
-    source = (HELPERS / 'failure_faults.py').read_text().splitlines()
-    return source.index('            raise ValueError(FAULT_MESSAGE)') + 1
+    source = (HELPERS / 'fault_hooks.py').read_text().splitlines()
+    return next(i for i, line in enumerate(source, 1)
+                if line.strip().startswith('raise self.error('))
 
 
 @pytest.mark.slow
 def test_one_rank_raises(tmp_path):
     config = write_failure_config(
         tmp_path / 'raise.py',
-        hooks=[dict(type='FailAtIterHook', at_iter=2, ranks=[1])])
+        hooks=[dict(BAD_BATCH_FAULT, ranks=[1])])
     status, report_text, report = _launch(tmp_path, config)
     assert status == 1
     assert 'First failure: rank 1 on ' in report_text
     assert f'ValueError: {FAULT_MESSAGE}' in report_text
-    assert f'at tests/helpers/failure_faults.py:{_raise_line()} in ' \
-        'before_train_iter' in report_text
+    assert f'at tests/helpers/fault_hooks.py:{_raise_line()} in _fail' \
+        in report_text
     victims = report_text.split('Victims')[1].split('Likely cause')[0]
     assert ' rank 0: ' in victims
     assert report['first_failure']['rank'] == 1
@@ -440,8 +442,7 @@ def test_one_rank_raises(tmp_path):
 def test_one_rank_sigkilled(tmp_path):
     config = write_failure_config(
         tmp_path / 'kill.py',
-        hooks=[dict(type='FailAtIterHook', at_iter=2, ranks=[1],
-                    action='SIGKILL')])
+        hooks=[dict(BAD_BATCH_FAULT, ranks=[1], action='SIGKILL')])
     status, report_text, report = _launch(tmp_path, config)
     assert status == 1
     assert 'First failure: rank 1 on ' in report_text
@@ -456,7 +457,7 @@ def test_one_rank_sigkilled(tmp_path):
 def test_every_rank_raises_the_same_error(tmp_path):
     config = write_failure_config(
         tmp_path / 'all.py',
-        hooks=[dict(type='FailAtIterHook', at_iter=2, linger=3)])
+        hooks=[dict(BAD_BATCH_FAULT, linger=3)])
     status, report_text, report = _launch(tmp_path, config)
     assert status == 1
     assert report_text.count(FAULT_MESSAGE) == 1
@@ -503,7 +504,7 @@ def test_slurm_train_reports_after_srun(tmp_path, slurm):
     # (the `slurm` fixture); GRES= as its nodes have no GPUs.
     config = write_failure_config(
         tmp_path / 'raise.py',
-        hooks=[dict(type='FailAtIterHook', at_iter=2, ranks=[1])])
+        hooks=[dict(BAD_BATCH_FAULT, ranks=[1])])
     work = tmp_path / 'work'
     env = dict(slurm.env, PYTHONPATH=str(REPO), PYTHON=sys.executable,
                MASTER_PORT=str(free_port()), OMP_NUM_THREADS='1', GPUS='2',

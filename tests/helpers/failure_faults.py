@@ -2,68 +2,27 @@
 
 Imported by the training processes through ``custom_imports`` (with
 the repository on ``PYTHONPATH``). :func:`write_failure_config` writes the
-configs that ``tools/dist_train.sh`` runs on 2 gloo ranks.
+configs that ``tools/dist_train.sh`` runs on 2 gloo ranks; their hooks are
+``tests/helpers/fault_hooks.py``'s (:data:`BAD_BATCH_FAULT`).
 """
-import atexit
 import os
 import signal
 import textwrap
-import time
 from pathlib import Path
 from typing import Optional, Sequence
 
 import numpy as np
-from mmengine.dist import get_rank
-from mmengine.hooks import Hook
 from torch.utils.data import Dataset, get_worker_info
 
-from mmdet3d.registry import DATASETS, HOOKS
+from mmdet3d.registry import DATASETS
 
-#: The message :class:`FailAtIterHook` raises (``{rank}`` filled in only
-#: when ``per_rank_message``).
+#: The error of :data:`BAD_BATCH_FAULT`, the same on every rank that raises.
 FAULT_MESSAGE = 'injected fault: the batch at iteration 2 is corrupt'
-
-
-@HOOKS.register_module(force=True)
-class FailAtIterHook(Hook):
-    """Fails some ranks before one iteration.
-
-    Args:
-        at_iter (int): Iteration (0-based, ``runner.iter``) that fails.
-        ranks (Sequence[int], optional): Ranks that fail; None: every rank.
-        action (str): ``'raise'`` (ValueError with :data:`FAULT_MESSAGE`)
-            or a signal name such as ``'SIGKILL'`` sent to the rank itself.
-            Defaults to 'raise'.
-        linger (float): Seconds a rank that raised stays alive before it
-            exits (at exit, after its error is recorded), so that ranks
-            raising together all record their error before torchrun stops
-            the others, whatever the scheduler's delays. Defaults to 0.
-    """
-
-    priority = 'NORMAL'
-
-    def __init__(self,
-                 at_iter: int,
-                 ranks: Optional[Sequence[int]] = None,
-                 action: str = 'raise',
-                 linger: float = 0) -> None:
-        if action != 'raise' and not hasattr(signal, action):
-            raise ValueError(f'FailAtIterHook: unknown action {action!r}')
-        self.at_iter = at_iter
-        self.ranks = None if ranks is None else list(ranks)
-        self.action = action
-        self.linger = linger
-
-    def before_train_iter(self, runner, batch_idx, data_batch=None) -> None:
-        if runner.iter != self.at_iter:
-            return
-        if self.ranks is not None and get_rank() not in self.ranks:
-            return
-        if self.action == 'raise':
-            if self.linger:
-                atexit.register(time.sleep, self.linger)
-            raise ValueError(FAULT_MESSAGE)
-        os.kill(os.getpid(), getattr(signal, self.action))
+#: ``FailAtIterHook`` (``tests/helpers/fault_hooks.py``) raising
+#: ``ValueError(FAULT_MESSAGE)`` when 2 iterations are done, before the
+#: third; add ``ranks`` (default: every rank), ``action``, ``linger``.
+BAD_BATCH_FAULT = dict(type='FailAtIterHook', at_iter=2, error='ValueError',
+                       message=FAULT_MESSAGE)
 
 
 @DATASETS.register_module(force=True)
@@ -127,7 +86,7 @@ def write_failure_config(path: Path,
     path.write_text(textwrap.dedent(f"""\
         custom_imports = dict(
             imports=['projects.mmdet3d_plugin', 'tests.helpers.fault_helpers',
-                     'tests.helpers.toy_models',
+                     'tests.helpers.fault_hooks', 'tests.helpers.toy_models',
                      'tests.helpers.failure_faults'],
             allow_failed_imports=False)
         default_scope = 'mmdet3d'

@@ -1,11 +1,13 @@
-"""Toy model, data and fault-injecting hooks for the reliability tests.
+"""Toy model and data for the reliability tests.
 
 Imported by the training processes of
 ``tests/engine/hooks/test_atomic_checkpoint_hook.py`` and
 ``tests/tools/test_resume.py`` through ``custom_imports`` (the repository on
 ``PYTHONPATH``), and by spawn-started DataLoader workers to unpickle
 :class:`SelfKillingDataset`. :func:`write_config` writes the config those
-tests train with ``tools/train.py``.
+tests train with ``tools/train.py``. Importing this module registers the
+fault hooks of ``tests/helpers/fault_hooks.py`` too (:class:`FailAtIterHook`,
+:class:`StopAfterHook`), so the configs that import it can use them.
 """
 import json
 import os
@@ -24,6 +26,9 @@ from torch import nn
 from torch.utils.data import Dataset
 
 from mmdet3d.registry import DATASETS, HOOKS, MODELS
+# Registers the fault hooks for the configs that import this module.
+from tests.helpers.fault_hooks import (  # noqa: F401
+    FailAtIterHook, StopAfterHook)
 
 
 @MODELS.register_module(force=True)
@@ -114,72 +119,6 @@ class SelfKillingDataset(Dataset):
         return dict(inputs=x, targets=x.sum(0, keepdims=True))
 
 
-@HOOKS.register_module(force=True)
-class RaiseOnRankHook(Hook):
-    """Raises ``RuntimeError`` on one rank at one iteration.
-
-    Args:
-        rank (int): Rank that raises.
-        at_iter (int): Iteration (0-based, ``runner.iter``) that raises.
-    """
-
-    priority = 'NORMAL'
-
-    def __init__(self, rank: int, at_iter: int) -> None:
-        self.rank = rank
-        self.at_iter = at_iter
-
-    def before_train_iter(self, runner, batch_idx, data_batch=None) -> None:
-        if get_rank() == self.rank and runner.iter == self.at_iter:
-            raise RuntimeError(
-                f'injected fault: rank {self.rank} fails at iteration '
-                f'{self.at_iter}')
-
-
-@HOOKS.register_module(force=True)
-class KillSelfHook(Hook):
-    """Sends a signal to its own process after an iteration.
-
-    Runs after the checkpoint hook (priority LOWEST), so the checkpoint of
-    iteration ``after_iter`` is complete when the signal is sent.
-
-    Args:
-        after_iter (int): 1-based iteration after which to signal.
-        signame (str): Signal name. Defaults to 'SIGKILL'.
-        rank (int, optional): Only this rank signals. Defaults to None
-            (every rank).
-        first_attempt_only (bool): Only in a run that torchrun or Slurm did
-            not restart (no ``TORCHELASTIC_RESTART_COUNT`` /
-            ``SLURM_RESTART_COUNT`` above 0). Defaults to False.
-    """
-
-    priority = 'LOWEST'
-
-    def __init__(self, after_iter: int, signame: str = 'SIGKILL',
-                 rank: Optional[int] = None,
-                 first_attempt_only: bool = False) -> None:
-        self.after_iter = after_iter
-        self.signum = getattr(signal, signame)
-        self.rank = rank
-        self.first_attempt_only = first_attempt_only
-
-    def _armed(self) -> bool:
-        if self.rank is not None and get_rank() != self.rank:
-            return False
-        restarted = any(
-            int(os.environ.get(name) or 0) > 0
-            for name in ('TORCHELASTIC_RESTART_COUNT', 'SLURM_RESTART_COUNT'))
-        return not (self.first_attempt_only and restarted)
-
-    def after_train_iter(self,
-                         runner,
-                         batch_idx,
-                         data_batch=None,
-                         outputs=None) -> None:
-        if runner.iter + 1 == self.after_iter and self._armed():
-            os.kill(os.getpid(), self.signum)
-
-
 def write_config(path: Path,
                  max_iters: int = 10,
                  ckpt_interval: int = 2,
@@ -265,49 +204,6 @@ class RecordIndicesHook(Hook):
         with path.open('a') as f:
             f.write(json.dumps([runner.iter + 1, runner.epoch,
                                 list(data_batch['index'])]) + '\n')
-
-
-@HOOKS.register_module(force=True)
-class SignalInIterationHook(Hook):
-    """Sends a signal to its own process at the start of an iteration (the
-    signal arrives while the iteration runs).
-
-    Args:
-        at_iter (int): 1-based iteration.
-        rank (int): The rank that signals.
-        signame (str): Signal name. Defaults to 'SIGTERM'.
-    """
-
-    def __init__(self, at_iter: int, rank: int = 0,
-                 signame: str = 'SIGTERM') -> None:
-        self.at_iter = at_iter
-        self.rank = rank
-        self.signum = getattr(signal, signame)
-
-    def before_train_iter(self, runner, batch_idx, data_batch=None) -> None:
-        if runner.iter + 1 == self.at_iter and get_rank() == self.rank and \
-                int(os.environ.get('SLURM_RESTART_COUNT') or 0) == 0:
-            os.kill(os.getpid(), self.signum)
-
-
-@HOOKS.register_module(force=True)
-class StopAfterHook(Hook):
-    """Ends the process with status 0 after an iteration (after its
-    checkpoint and log): stops an epoch-based run mid-epoch.
-
-    Args:
-        after_iter (int): 1-based iteration.
-    """
-
-    priority = 'LOWEST'
-
-    def __init__(self, after_iter: int) -> None:
-        self.after_iter = after_iter
-
-    def after_train_iter(self, runner, batch_idx, data_batch=None,
-                         outputs=None) -> None:
-        if runner.iter + 1 == self.after_iter:
-            raise SystemExit(0)
 
 
 @HOOKS.register_module(force=True)

@@ -27,7 +27,8 @@ def cost_config(path: Path, exact: bool = True, load_ms: float = LOAD_MS,
     ``interval``."""
     hooks = [dict(type='MarkFirstIterHook')]
     if stop_after is not None:
-        hooks.append(dict(type='StopAfterHook', after_iter=stop_after))
+        hooks.append(dict(type='StopAfterHook', after_iter=stop_after,
+                          exit_process=True))
     extra = (f"train_dataloader['batch_size'] = 1\n"
              f"train_dataloader['dataset']['load_ms'] = {load_ms}\n"
              "default_hooks['logger']['interval'] = 100\n")

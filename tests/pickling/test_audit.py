@@ -16,7 +16,7 @@ import projects.mmdet3d_plugin  # noqa: F401  registers the plugin
 from projects.mmdet3d_plugin.datasets.safe_nuscenes_dataset import (
     SafeNuScenesDataset)
 from tests.helpers.synthetic_infos import write_synthetic_infos
-from projects.mmdet3d_plugin.pickling import find_unpicklable
+from projects.mmdet3d_plugin.pickling.audit import find_unpicklable
 
 REPO = Path(__file__).resolve().parents[2]
 PREFIX = dict(pts='samples/LIDAR_TOP', sweeps='sweeps/LIDAR_TOP')

@@ -17,10 +17,10 @@ from projects.mmdet3d_plugin.doctor.checks.throughput import (
 from projects.mmdet3d_plugin.doctor.context import (DoctorContext,
                                                     DoctorOptions)
 from projects.mmdet3d_plugin.doctor.preflight import _checks
-from projects.mmdet3d_plugin.profiling import (build_train_dataset,
-                                               estimate_feed,
-                                               measure_steady_state,
-                                               timed_pipeline)
+from projects.mmdet3d_plugin.profiling.dataset import build_train_dataset
+from projects.mmdet3d_plugin.profiling.feed import estimate_feed
+from projects.mmdet3d_plugin.profiling.steady import measure_steady_state
+from projects.mmdet3d_plugin.profiling.timing import timed_pipeline
 
 REPO = Path(__file__).resolve().parents[2]
 PILLAR02 = str(REPO / 'configs' / 'centerpoint' /

@@ -24,8 +24,7 @@ from nuscenes.eval.detection.data_classes import DetectionBox
 from nuscenes.utils import splits
 
 from tests.helpers.synthetic_data import synthetic_cache_dir
-from projects.mmdet3d_plugin.synthetic import (SUPPORTED_VERSIONS,
-                                               version_scene_names)
+from projects.mmdet3d_plugin.synthetic.tables import SUPPORTED_VERSIONS, version_scene_names
 from projects.mmdet3d_plugin.synthetic.writer import (
     MARKER, SyntheticNuScenesConfig, generate_synthetic_nuscenes)
 

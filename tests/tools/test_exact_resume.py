@@ -71,25 +71,25 @@ def weights(path: Path) -> dict:
 def runs(tmp_path_factory):
     """Every run of the module, the independent ones side by side."""
     tmp = tmp_path_factory.mktemp('exact_resume')
-    kill = dict(type='KillSelfHook', signame='SIGKILL')
+    kill = dict(type='FailAtIterHook', when='after', action='SIGKILL')
     ref = _config(tmp / 'ref.py')
     ref_idx = _config(tmp / 'ref_idx.py', with_index=True)
     first = _finish({
         'ref1': start_train(ref, tmp / 'ref1'),
         'kill1': start_train(
-            _config(tmp / 'k1.py', [dict(kill, after_iter=14)]),
+            _config(tmp / 'k1.py', [dict(kill, at_iter=14)]),
             tmp / 'kill1'),
         'ref2': start_dist_train(ref_idx, tmp / 'ref2'),
         'restart2': start_dist_train(_config(tmp / 'k2.py', [dict(
-            kill, after_iter=7, rank=1, first_attempt_only=True)]),
+            kill, at_iter=7, ranks=[1], first_attempt_only=True)]),
             tmp / 'restart2', 1),
         'term2': start_dist_train(_config(tmp / 't2.py', [dict(
-            type='SignalInIterationHook', at_iter=7, rank=1)]),
-            tmp / 'term2'),
+            type='FailAtIterHook', at_iter=6, ranks=[1], action='SIGTERM',
+            first_attempt_only=True)]), tmp / 'term2'),
         'world2': start_dist_train(_config(tmp / 'w2.py', [dict(
-            kill, after_iter=7, rank=1)], with_index=True), tmp / 'world2'),
+            kill, at_iter=7, ranks=[1])], with_index=True), tmp / 'world2'),
         'exhaust2': start_dist_train(_config(tmp / 'x2.py', [dict(
-            type='RaiseOnRankHook', rank=1, at_iter=2)]), tmp / 'exhaust2',
+            type='FailAtIterHook', at_iter=2, ranks=[1])]), tmp / 'exhaust2',
             1),
         'timed1': start_train(_timed_config(tmp / 'timed.py'),
                               tmp / 'timed1', '--checkpoint-minutes',

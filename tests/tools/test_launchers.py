@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from projects.mmdet3d_plugin.cli.errors import DEBUG_ENV
+from projects.mmdet3d_plugin.cli.parsers import DEBUG_ENV
 from projects.mmdet3d_plugin.demo.quickstart import derived_config
 from projects.mmdet3d_plugin.dist.ports import free_port
 from projects.mmdet3d_plugin.synthetic.writer import MARKER

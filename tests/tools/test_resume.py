@@ -46,7 +46,8 @@ def test_resume_after_sigkill_matches_uninterrupted_run(tmp_path):
     reference = write_config(tmp_path / 'reference.py', max_iters=MAX_ITERS)
     killed = write_config(
         tmp_path / 'killed.py', max_iters=MAX_ITERS,
-        custom_hooks=[dict(type='KillSelfHook', after_iter=KILL_AFTER)])
+        custom_hooks=[dict(type='FailAtIterHook', at_iter=KILL_AFTER,
+                           when='after', action='SIGKILL')])
     full, work = tmp_path / 'full', tmp_path / 'work'
 
     # The two first runs are independent: run them side by side.

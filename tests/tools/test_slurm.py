@@ -2,7 +2,8 @@
 the ``slurm`` fixture starts (slurmctld and two slurmd on this machine):
 2 tasks on one node, 1 task on each of two nodes, and a job preempted in
 the middle that requeues, resumes and ends with the losses of an
-uninterrupted run.
+uninterrupted run; ``tools/slurm_test.sh`` failing from a login node, its
+root-cause report in its work dir.
 
 The training is ``fault_helpers``' toy (``tests/helpers/slurm_toy.py``), 2
 CPU processes over gloo. ``scontrol show job`` of each job is printed
@@ -10,19 +11,22 @@ CPU processes over gloo. ``scontrol show job`` of each job is printed
 """
 import json
 import os
+import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
 
-from projects.mmdet3d_plugin.constants import PREEMPTED_EXIT_CODE
+from projects.mmdet3d_plugin.constants import (FAILURE_REPORT_NAME,
+                                               PREEMPTED_EXIT_CODE)
 from projects.mmdet3d_plugin.dist.ports import free_port
 from tests.helpers.slurm_cluster import PARTITION, SLURM_INSTALL, SlurmCluster
 from tests.helpers.slurm_toy import write_paced_config
 
 REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / 'tools' / 'slurm_train.sh'
+TEST_SCRIPT = REPO / 'tools' / 'slurm_test.sh'
 MAX_ITERS = 12
 
 
@@ -204,6 +208,80 @@ def test_preempted_job_requeues_and_resumes(slurm, reference, tmp_path,
     losses = _losses(work)
     assert sorted(losses) == list(range(1, MAX_ITERS + 1)), log[-6000:]
     assert losses == reference[2], f'{losses}\n!=\n{reference[2]}'
+
+
+#: A test config of the toy (``fault_helpers``' model and data).
+TEST_CONFIG = """\
+custom_imports = dict(
+    imports=['projects.mmdet3d_plugin', 'tests.helpers.fault_helpers'],
+    allow_failed_imports=False)
+default_scope = 'mmdet3d'
+model = dict(type='FaultToyModel')
+test_dataloader = dict(
+    batch_size=2, num_workers=0,
+    sampler=dict(type='DefaultSampler', shuffle=False),
+    dataset=dict(type='FaultToyDataset', size=8))
+test_cfg = dict(type='TestLoop')
+test_evaluator = dict(type='DumpResults', out_file_path='results.pkl')
+env_cfg = dict(dist_cfg=dict(backend='gloo'))
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize('work_dir', ['default', 'given'])
+def test_slurm_test_failure_report_in_its_work_dir(slurm, tmp_path,
+                                                   work_dir):
+    """From a "login node" (srun makes a job of its own), 2 tasks whose
+    checkpoint does not exist: the report is printed last and saved in the
+    work dir, test.py's ``--work-dir`` or else ``work_dirs/<config name>``
+    of the current folder, where the tasks' error files are."""
+    config = tmp_path / 'toy_test.py'
+    config.write_text(TEST_CONFIG)
+    args = []
+    if work_dir == 'default':
+        work = tmp_path / 'work_dirs' / 'toy_test'
+    else:
+        work = tmp_path / 'given'
+        args = ['--work-dir', str(work)]
+    env = dict(slurm.env, PYTHONPATH=str(REPO), PYTHON=sys.executable,
+               MASTER_PORT=str(free_port()), OMP_NUM_THREADS='1', GPUS='2',
+               GPUS_PER_NODE='2', CPUS_PER_TASK='1', GRES='')
+    env.pop('MMDET3D_PLUGIN_DEBUG', None)
+    proc = subprocess.run(
+        ['bash', str(TEST_SCRIPT), PARTITION, 'test', str(config),
+         str(tmp_path / 'missing.pth'), *args],
+        cwd=tmp_path, env=env, stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT, text=True, timeout=300)
+    out = proc.stdout
+    assert proc.returncode != 0, out[-6000:]
+    tail = '\n'.join(out.splitlines()[-40:])
+    assert 'Why the run failed' in tail, out[-6000:]
+    assert 'does not exist' in tail, out[-6000:]
+    report = json.loads((work / FAILURE_REPORT_NAME).read_text())
+    assert report['launcher_exit_code'] == proc.returncode, report
+    assert 'missing.pth' in json.dumps(report['first_failure']), report
+    # The tasks' error files: under the work dir, one folder per rank.
+    assert Path(report['log_dir']).parent == work / 'error_files'
+    assert sorted(p.parent.name for p in (work / 'error_files').glob(
+        '*/*/exit_status')) == ['0', '1']
+    assert not (tmp_path / 'work_dirs' / 'slurm_error_files').exists()
+
+
+def test_slurm_scripts_share_their_settings():
+    """Both scripts source tools/slurm_env.sh and set none of its
+    settings themselves."""
+    env = (REPO / 'tools' / 'slurm_env.sh').read_text()
+    for name in ('GPUS=', 'CPUS_PER_TASK=', 'SRUN_ARGS=', 'LOG_DIR=',
+                 'MASTER_PORT=', 'failure_report.py'):
+        assert name in env
+    for script in (SCRIPT, TEST_SCRIPT):
+        text = script.read_text()
+        assert 'source "$TOOLS/slurm_env.sh"' in text
+        body = [line for line in text.splitlines()
+                if not line.lstrip().startswith('#')]
+        for name in ('GPUS=', 'CPUS_PER_TASK=', 'SRUN_ARGS=', 'LOG_DIR=',
+                     'failure_report.py', 'srun '):
+            assert not any(name in line for line in body), (script, name)
 
 
 def test_script_knows_the_preempted_status():

@@ -8,7 +8,7 @@ whose message starts with a context prefix and ends with the fix. The tools
 ``error: <message>`` on stderr and exits with status 1. Everything else
 (``RuntimeError``, a bug) keeps its traceback; a DataLoader worker killed
 by a signal gets a last line naming the worker and the signal
-(:func:`worker_death_message`). ``--debug`` (:func:`add_debug_flag`) or
+(:func:`worker_death_message`). ``--debug`` (:func:`.parsers.add_debug_flag`) or
 ``MMDET3D_PLUGIN_DEBUG=1`` shows the traceback of user errors too.
 """
 import os
@@ -19,11 +19,10 @@ import traceback
 from typing import Any, Callable, Optional
 
 from ..constants import CUSTOM_IMPORTS
-from ..diagnostics.causes import known_error, signal_hint
-from ..engine.amp import AmpUnsupportedError
+from ..failures.causes import known_error, signal_hint
+from .parsers import DEBUG_ENV
+from ..failures.causes import AmpUnsupportedError
 
-#: Environment variable that turns the one-line errors off.
-DEBUG_ENV = 'MMDET3D_PLUGIN_DEBUG'
 
 USER_ERROR_TYPES = (FileNotFoundError, FileExistsError, ValueError,
                     TypeError, ImportError, AmpUnsupportedError)
@@ -70,7 +69,7 @@ def error_line(exc: BaseException) -> str:
 def user_error_message(exc: BaseException) -> Optional[str]:
     """The one-line message for a user error, or None for other errors.
 
-    A known upstream bug (``diagnostics.causes.KNOWN_ERRORS``) is named with
+    A known upstream bug (``failures.causes.KNOWN_ERRORS``) is named with
     its fix.
     A user error raised inside a DataLoader worker arrives wrapped by
     PyTorch (``Caught FileNotFoundError in DataLoader worker process 0.``
@@ -167,23 +166,6 @@ def debug_requested(args: Any = None) -> bool:
     if getattr(args, 'debug', False):
         return True
     return os.environ.get(DEBUG_ENV, '').lower() not in ('', '0', 'false')
-
-
-def add_debug_flag(parser: Any) -> Any:
-    """Add ``--debug`` (read by :func:`debug_requested`) to a tool's parser.
-
-    Args:
-        parser (argparse.ArgumentParser): The tool's parser.
-
-    Returns:
-        argparse.ArgumentParser: ``parser``.
-    """
-    parser.add_argument(
-        '--debug',
-        action='store_true',
-        help='show the traceback of input errors instead of one error line '
-        f'(same as {DEBUG_ENV}=1)')
-    return parser
 
 
 def run_tool(fn: Callable[[Any], Any], args: Any) -> Any:

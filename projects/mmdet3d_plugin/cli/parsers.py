@@ -1,10 +1,112 @@
-"""The flags of ``tools/train.py`` and ``tools/test.py``: mmdet3d 1.4's,
-plus the plugin's ``--accum``, ``--amp MODE`` and ``--data-root``."""
-import argparse
+"""The tools' flags: those of ``tools/train.py`` and ``tools/test.py``
+(mmdet3d 1.4's, plus the plugin's ``--accum``, ``--amp MODE`` and
+``--data-root``), and the ones other tools share (``--cfg-options``,
+``--debug``).
 
-from ..config.loading import add_cfg_options
-from ..config.presets import FP32_FLAG, add_train_flags
-from .errors import add_debug_flag
+Only argparse and mmengine's ``DictAction`` are imported here, so a tool
+answers ``--help`` and bad arguments before the heavy stack loads.
+"""
+import argparse
+import os.path as osp
+from typing import Any
+
+from mmengine.config import DictAction
+
+from ..constants import AMP_CHOICES, FP32_FLAG
+
+#: Environment variable that turns the one-line errors off.
+DEBUG_ENV = 'MMDET3D_PLUGIN_DEBUG'
+
+CFG_OPTIONS_HELP = (
+    'override settings of the config, as key=value pairs; lists as '
+    'key="[a,b]" or key=a,b (quotes needed, no spaces)')
+
+
+def add_cfg_options(parser: argparse.ArgumentParser,
+                    help: str = CFG_OPTIONS_HELP) -> None:
+    """Add mmengine's ``--cfg-options KEY=VALUE ...`` to a tool's parser.
+
+    Pass the parsed dict to :func:`~..config.loading.load_config`.
+
+    Args:
+        parser (argparse.ArgumentParser): The tool's parser.
+        help (str): Help text. Defaults to :data:`CFG_OPTIONS_HELP`.
+    """
+    parser.add_argument(
+        '--cfg-options',
+        nargs='+',
+        action=DictAction,
+        metavar='KEY=VALUE',
+        help=help)
+
+
+def add_debug_flag(parser: Any) -> Any:
+    """Add ``--debug`` (read by :func:`.errors.debug_requested`) to a tool's parser.
+
+    Args:
+        parser (argparse.ArgumentParser): The tool's parser.
+
+    Returns:
+        argparse.ArgumentParser: ``parser``.
+    """
+    parser.add_argument(
+        '--debug',
+        action='store_true',
+        help='show the traceback of input errors instead of one error line '
+        f'(same as {DEBUG_ENV}=1)')
+    return parser
+
+
+def add_train_flags(parser: argparse.ArgumentParser) -> None:
+    """Add ``--accum N`` and ``--amp [fp16|fp16-static|bf16|fp32]`` to a
+    parser.
+
+    Pass the parsed values to
+    :func:`~..config.presets.merge_train_flags`.
+
+    Args:
+        parser (argparse.ArgumentParser): The training script's parser.
+    """
+    parser.add_argument(
+        '--accum',
+        type=int,
+        default=None,
+        metavar='N',
+        help='accumulate gradients over N iterations per optimizer update '
+        '(same as preset grad_accum_xN)')
+    parser.add_argument(
+        '--amp',
+        nargs='?',
+        const='fp16',
+        default=None,
+        choices=list(AMP_CHOICES),
+        help='mixed precision: bare --amp or "fp16" = float16 with dynamic '
+        'loss scale (preset fp16_dynamic), "fp16-static" = static loss scale '
+        '512 (preset fp16), "bf16" = bfloat16 (preset bf16; on a CPU only '
+        'fast with AVX512-BF16 / AMX), "fp32" = float32 whatever the config '
+        'or its presets set')
+
+
+
+
+def check_config_file(args: argparse.Namespace) -> None:
+    """Stop on a config path that is no file, before the stack loads.
+
+    A ``package::path`` name (``mmdet3d::centerpoint/...py``) is looked up
+    when the config is read.
+
+    Args:
+        args (argparse.Namespace): Parsed flags with ``config``.
+
+    Raises:
+        FileNotFoundError: If ``args.config`` is not a file.
+    """
+    path = args.config
+    if '::' not in path and not osp.isfile(path):
+        raise FileNotFoundError(
+            f'config: file {path!r} does not exist; give the path of a '
+            'config file (e.g. configs/centerpoint/<name>.py) or a packaged '
+            "config name such as 'mmdet3d::centerpoint/<name>.py'.")
 
 
 def _common_args(parser: argparse.ArgumentParser) -> None:

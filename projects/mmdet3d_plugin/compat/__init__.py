@@ -3,7 +3,9 @@
 Each module names the upstream problem it works around and when it can go;
 :mod:`.inventory` lists them, with everything else in the plugin that relies
 on private upstream behaviour, and the versions each was reviewed against.
-Applied once, on ``import projects.mmdet3d_plugin``; nothing here edits
+Applied once, by :func:`.fixes.apply_fixes` when the plugin registers its
+classes (``projects.mmdet3d_plugin.register_all_modules``); importing this
+package applies nothing; nothing here edits
 files of another package on disk or changes numpy or torch globally.
 
 1. ``checkpoints``: weights-only ``torch.load`` of mmengine checkpoints
@@ -22,31 +24,5 @@ files of another package on disk or changes numpy or torch globally.
    import).
 
 The upstream errors the plugin knows without working around them are rows
-of the cause table, ``diagnostics.causes.KNOWN_ERRORS``.
+of the cause table, ``failures.causes.KNOWN_ERRORS``.
 """
-from . import centerhead_init, dbsampler
-from .checkpoints import allow_mmengine_checkpoints
-from .cpu_dist import CPUDistributedDataParallel, init_cpu_dist
-from .inventory import (OFF_VARIABLE, OVERRIDES, Override,
-                        outside_reviewed_range, switched_off)
-from .nuscenes_class_names import (PicklableDetectionConfig,
-                                   reduce_detection_config)
-from .spconv_cpu import let_spconv_train_on_cpu
-
-__all__ = [
-    'CPUDistributedDataParallel', 'OFF_VARIABLE', 'OVERRIDES', 'Override',
-    'PicklableDetectionConfig',
-    'allow_mmengine_checkpoints', 'init_cpu_dist', 'let_spconv_train_on_cpu',
-    'outside_reviewed_range', 'reduce_detection_config', 'switched_off',
-    'applied'
-]
-
-_OFF = switched_off()
-#: Names of the switchable fixes applied in this process.
-applied = set()
-
-allow_mmengine_checkpoints()
-let_spconv_train_on_cpu()
-for _fix in (dbsampler, centerhead_init):
-    if _fix.NAME not in _OFF and _fix.apply():
-        applied.add(_fix.NAME)

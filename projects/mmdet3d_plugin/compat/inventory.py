@@ -5,6 +5,14 @@ reviewed against. :func:`outside_reviewed_range` compares them with what is
 installed; ``tests/compat/test_inventory.py`` fails on any mismatch, naming
 what to re-check. ``requirements/`` pins the same ranges.
 
+What each place uses of upstream is checked too: ``upstream_checks.CHECKS``
+records, per override, the signature of every private name it calls,
+overrides or reads, and the sha256 of the source of every upstream function
+it re-implements, at the versions they were taken at;
+``tests/compat/test_upstream_checks.py`` fails when the installed upstream
+differs, naming the plugin code to re-check. Nothing upstream is imported
+here or there: the names are strings, resolved by the test.
+
 Fixes marked ``switchable`` can be turned off for one run with
 ``MMDET3D_PLUGIN_COMPAT_OFF=<name>[,<name>...]`` (read when the plugin is
 imported), to compare with the upstream behaviour.
@@ -56,10 +64,12 @@ OVERRIDES = (
         where='compat/checkpoints.py: allow_mmengine_checkpoints',
         what="adds mmengine's HistoryBuffer, numpy arrays and a restricted "
         "getattr to torch.load's weights-only allow list; reads "
-        'HistoryBuffer._statistics_methods',
+        "HistoryBuffer._statistics_methods and names numpy's private "
+        'multiarray._reconstruct',
         upstream='mmengine #1655 (fixed on main, unreleased)',
         remove_when='mmengine > 0.10.7 is required',
-        reviewed={'torch': '>=2.4,<2.14', 'mmengine': '>=0.10.0,<=0.10.7'},
+        reviewed={'torch': '>=2.4,<2.14', 'mmengine': '>=0.10.0,<=0.10.7',
+                  'numpy': '>=1.24,<2'},
         at_import=True),
     Override(
         name='cpu_dist',
@@ -76,11 +86,13 @@ OVERRIDES = (
         'init_restart_safe_dist',
         what='prefixes the process group store with the torchrun attempt, '
         'so a restarted rank does not read the side groups of the attempt '
-        'before (stale peer addresses: connectFullMesh refused, or a hang)',
+        'before (stale peer addresses: connectFullMesh refused, or a hang); '
+        "init_restart_safe_dist does what mmengine's private "
+        '_init_dist_pytorch does, on that store',
         upstream='torch.distributed.rendezvous._create_c10d_store '
         '(no per-attempt prefix); pytorch #135712',
         remove_when='torchrun gives each attempt a store namespace of its own',
-        reviewed={'torch': '>=2.4,<2.14'}),
+        reviewed={'torch': '>=2.4,<2.14', 'mmengine': '>=0.10.0,<=0.10.7'}),
     Override(
         name='spconv_cpu_backward',
         where='compat/spconv_cpu.py: let_spconv_train_on_cpu',
@@ -173,6 +185,251 @@ OVERRIDES = (
         upstream="mmdet3d update_infos_to_v2.py (dataroot='./data/nuscenes')",
         remove_when='mmdet3d passes the data root through',
         reviewed={'mmdet3d': '==1.4.0'}),
+    Override(
+        name='registry_locations',
+        where='lazy_registration.py: add_plugin_locations',
+        what="appends the plugin's registration module to the private "
+        "Registry._locations of mmdet3d's registries and reads the private "
+        'Registry._imported, so Registry.import_from_location registers the '
+        'plugin at the first lookup',
+        upstream='mmengine.registry.Registry (private attributes)',
+        remove_when='a mmengine registry takes another location publicly',
+        reviewed={'mmengine': '>=0.10.0,<=0.10.7'}),
+    Override(
+        name='fast_points_like',
+        where='datasets/transforms/_points.py: points_like',
+        what='builds the points object BasePoints.__init__ builds (type, '
+        'dimensions, attributes) around an array, without its clone; every '
+        'Fast* transform below returns its points through it',
+        upstream='mmdet3d.structures.points.BasePoints.__init__',
+        remove_when="mmdet3d's points hold an array without copying it",
+        reviewed={'mmdet3d': '==1.4.0'}),
+    Override(
+        name='fast_load_points_from_file',
+        where='datasets/transforms/load_points_from_file.py: '
+        'FastLoadPointsFromFile, _load_points',
+        what='overrides the private LoadPointsFromFile._load_points (its '
+        'fallback calls super()._load_points; _points.read_float32 reads as '
+        'it reads) and re-implements transform, bit for bit',
+        upstream='mmdet3d.datasets.transforms.LoadPointsFromFile (private '
+        'method)',
+        remove_when="mmdet3d's loader reads once, without extra copies",
+        reviewed={'mmdet3d': '==1.4.0'}),
+    Override(
+        name='fast_load_points_from_multi_sweeps',
+        where='datasets/transforms/load_points_from_multi_sweeps.py: '
+        'FastLoadPointsFromMultiSweeps, _load_points, _not_close',
+        what='overrides the private LoadPointsFromMultiSweeps._load_points '
+        '(its fallback calls super()._load_points), re-implements the '
+        'private _remove_close (_not_close, point_kernels.count_not_close, '
+        'move_sweep) and transform, bit for bit and with the same draws',
+        upstream='mmdet3d.datasets.transforms.LoadPointsFromMultiSweeps '
+        '(private methods)',
+        remove_when="mmdet3d's loader writes each sweep once",
+        reviewed={'mmdet3d': '==1.4.0'}),
+    Override(
+        name='fast_global_rot_scale_trans',
+        where='datasets/transforms/global_rot_scale_trans.py: '
+        'FastGlobalRotScaleTrans, _random_scale, _stock_steps',
+        what='calls the private GlobalRotScaleTrans._random_scale and '
+        're-implements transform, its private _rot_bbox_points, '
+        '_scale_bbox_points and _trans_bbox_points, and the points\' rotate, '
+        'scale and translate (the boxes\' rotate giving the matrix) in one '
+        'pass, bit for bit and with the same draws',
+        upstream='mmdet3d.datasets.transforms.GlobalRotScaleTrans (private '
+        'methods)',
+        remove_when="mmdet3d's transform moves the points in one pass",
+        reviewed={'mmdet3d': '==1.4.0'}),
+    Override(
+        name='fast_object_sample',
+        where='datasets/transforms/object_sample.py: FastObjectSample, '
+        'remove_points_in_boxes',
+        what="re-implements ObjectSample (__init__'s default sampler, "
+        'transform, remove_points_in_boxes, the points\' cat) and, in '
+        'box_geometry.py / point_kernels.py, box_np_ops.points_in_rbbox with '
+        'its numba kernels (the private _points_in_convex_polygon_3d_jit), '
+        'bit for bit',
+        upstream='mmdet3d.datasets.transforms.ObjectSample, '
+        'mmdet3d.structures.ops.box_np_ops (private kernel)',
+        remove_when="mmdet3d's ObjectSample writes the points once",
+        reviewed={'mmdet3d': '==1.4.0'}),
+    Override(
+        name='fast_db_sampler',
+        where='datasets/transforms/db_sampler.py: FastDataBaseSampler, '
+        'sample_all, sample_class_v2',
+        what='re-implements DataBaseSampler.sample_all and sample_class_v2 '
+        'with the same draws and, in box_geometry.py (box_collision_rows), '
+        'data_augment_utils.box_collision_test, exactly',
+        upstream='mmdet3d.datasets.transforms.DataBaseSampler',
+        remove_when="mmdet3d's sampler runs without numba and copies",
+        reviewed={'mmdet3d': '==1.4.0'}),
+    Override(
+        name='fast_point_shuffle',
+        where='datasets/transforms/point_shuffle.py: FastPointShuffle',
+        what='re-implements PointShuffle.transform and BasePoints.shuffle '
+        '(the same torch.randperm draw, the rows gathered by index_select)',
+        upstream='mmdet3d.datasets.transforms.PointShuffle',
+        remove_when="mmdet3d's shuffle gathers the rows in one pass",
+        reviewed={'mmdet3d': '==1.4.0'}),
+    Override(
+        name='fast_points_range_filter',
+        where='datasets/transforms/points_range_filter.py: '
+        'FastPointsRangeFilter',
+        what='re-implements PointsRangeFilter.transform and '
+        'BasePoints.in_range_3d (point_kernels.range_keep_mask), exactly',
+        upstream='mmdet3d.datasets.transforms.PointsRangeFilter',
+        remove_when="mmdet3d's filter copies the kept rows once",
+        reviewed={'mmdet3d': '==1.4.0'}),
+    Override(
+        name='seeded_class_sampler',
+        where='datasets/resumable/gt_database.py: SeededClassSampler, '
+        '_sample, _example_num',
+        what="overrides the GT-database BatchSampler's private _sample and "
+        'reads its private _example_num; like() copies the __dict__ that '
+        'BatchSampler.__init__ fills, and BatchSampler.sample must draw '
+        'through _sample',
+        upstream='mmdet3d.datasets.transforms.dbsampler.BatchSampler '
+        '(private method and attribute)',
+        remove_when="mmdet3d's GT-database sampling draws from each "
+        "sample's random state",
+        reviewed={'mmdet3d': '==1.4.0'}),
+    Override(
+        name='dataset_fully_initialized',
+        where='datasets/resumable/seeded_dataset.py: SeededDataset, '
+        '_fully_initialized',
+        what="reads BaseDataset's private _fully_initialized to call "
+        'full_init once (SafeNuScenesDataset.__getstate__, in '
+        'datasets/safe_nuscenes_dataset.py, reads it too)',
+        upstream='mmengine.dataset.BaseDataset (private attribute)',
+        remove_when='mmengine exposes whether a dataset is initialized',
+        reviewed={'mmengine': '>=0.10.0,<=0.10.7'}),
+    Override(
+        name='resumable_sampler',
+        where='datasets/resumable/sampler.py: ResumableSampler',
+        what="re-implements DefaultSampler's order (torch.randperm seeded "
+        'with seed + epoch, rank r of W taking r, r + W, ..., round_up '
+        "padding), so a fresh epoch yields DefaultSampler's indices",
+        upstream='mmengine.dataset.DefaultSampler',
+        remove_when="mmengine's samplers start anywhere in an epoch",
+        reviewed={'mmengine': '>=0.10.0,<=0.10.7'}),
+    Override(
+        name='resumable_loops',
+        where='engine/resume/loops.py: ResumableEpochBasedTrainLoop, '
+        'ResumableIterBasedTrainLoop, _InfiniteDataloaderIterator',
+        what='re-implements EpochBasedTrainLoop.run_epoch and '
+        'IterBasedTrainLoop.run (starting at the resumed batch), with the '
+        "loops' private _epoch, _iter, _max_iters and "
+        "_decide_current_val_interval and mmengine's private "
+        '_InfiniteDataloaderIterator',
+        upstream='mmengine.runner.loops (private attributes and class)',
+        remove_when="mmengine's loops resume inside an epoch without "
+        'loading the batches they skip',
+        reviewed={'mmengine': '>=0.10.0,<=0.10.7'}),
+    Override(
+        name='runner_load_from',
+        where='engine/resume/data_position_hook.py: DataPositionHook, '
+        '_load_from',
+        what="reads the Runner's private _load_from (the resumed "
+        'checkpoint, kept nowhere else) for the restart line of the log',
+        upstream='mmengine.runner.Runner (private attribute)',
+        remove_when='mmengine exposes the checkpoint it resumed from',
+        reviewed={'mmengine': '>=0.10.0,<=0.10.7'}),
+    Override(
+        name='runner_scale_lr',
+        where='engine/runner.py: PluginRunner, scale_lr, _ParamScheduler',
+        what='re-implements Runner.scale_lr (counting gradient '
+        "accumulation) and tells built schedulers by mmengine's private "
+        '_ParamScheduler base class',
+        upstream='mmengine.runner.Runner.scale_lr, mmengine.optim.'
+        '_ParamScheduler',
+        remove_when="mmengine's scale_lr counts gradient accumulation",
+        reviewed={'mmengine': '>=0.10.0,<=0.10.7'}),
+    Override(
+        name='batchnorm_base_class',
+        where='engine/amp.py: _BatchNorm',
+        what="tells BatchNorm layers by torch's private _BatchNorm base "
+        'class (doctor/checks/model.py and doctor/checks/optim.py too)',
+        upstream='torch.nn.modules.batchnorm._BatchNorm',
+        remove_when='torch has a public BatchNorm base class',
+        reviewed={'torch': '>=2.4,<2.14'}),
+    Override(
+        name='preemption_default_store',
+        where='engine/hooks/preemption_hook.py: PreemptionHook, '
+        '_get_default_store',
+        what="puts the ranks' stop agreement on the default group's store, "
+        "from torch's private distributed_c10d._get_default_store()",
+        upstream='torch.distributed.distributed_c10d._get_default_store',
+        remove_when="torch exposes the default group's store",
+        reviewed={'torch': '>=2.4,<2.14'}),
+    Override(
+        name='cpu_bf16_onednn_check',
+        where='engine/cpu_bf16.py: cpu_bf16_native, '
+        '_is_mkldnn_bf16_supported',
+        what="asks oneDNN through torch's private "
+        'torch.ops.mkldnn._is_mkldnn_bf16_supported() whether bfloat16 runs '
+        'natively (absent: taken as emulated)',
+        upstream='torch.ops.mkldnn._is_mkldnn_bf16_supported',
+        remove_when='torch tells whether the CPU runs bfloat16 natively',
+        reviewed={'torch': '>=2.4,<2.14'}),
+    Override(
+        name='bf16_optim_wrapper',
+        where='engine/optimizers/bf16_optim_wrapper.py: BF16AmpOptimWrapper',
+        what='skips AmpOptimWrapper.__init__ (its GPU assert) and sets the '
+        'attributes it sets (cast_dtype, loss_scaler, device_type); '
+        're-implements optim_context with bfloat16 autocast on the '
+        "model's device",
+        upstream='mmengine.optim.AmpOptimWrapper',
+        remove_when="mmengine's AmpOptimWrapper runs bfloat16 on CPU",
+        reviewed={'mmengine': '>=0.10.0,<=0.10.7'}),
+    Override(
+        name='rank0_evaluate',
+        where='evaluation/metrics/rank0_evaluate.py: Rank0EvaluateMixin, '
+        '_to_cpu',
+        what='re-implements BaseMetric.evaluate (collect, compute on rank 0, '
+        "share), waiting on a gloo group, and mmengine's private "
+        'metric._to_cpu',
+        upstream='mmengine.evaluator.BaseMetric.evaluate, '
+        'mmengine.evaluator.metric._to_cpu',
+        remove_when="mmengine's metrics wait for rank 0 with a timeout of "
+        'their own',
+        reviewed={'mmengine': '>=0.10.0,<=0.10.7'}),
+    Override(
+        name='nuscenes_metric_arrays',
+        where='evaluation/functional/nusc_format.py: lidar_to_global, '
+        'attribute_table',
+        what="re-implements NuScenesMetric's formatting on arrays "
+        '(output_to_nusc_box, lidar_nusc_box_to_global, the attribute rules '
+        'of the private _format_lidar_bbox); SafeNuScenesMetric.process and '
+        'compute_metrics (metrics/safe_nuscenes_metric.py) and '
+        "write_results_json (functional/results_json.py) follow the stock "
+        "metric's process, compute_metrics and result file",
+        upstream='mmdet3d.evaluation.NuScenesMetric (private method)',
+        remove_when="mmdet3d's metric formats the boxes of a sample at once",
+        reviewed={'mmdet3d': '==1.4.0'}),
+    Override(
+        name='devkit_detection_eval',
+        where='evaluation/functional/detection_eval.py: evaluate, '
+        'Predictions',
+        what="re-implements nuscenes-devkit's DetectionEval on arrays (the "
+        'checks of __init__ and load_prediction, filter_eval_boxes with '
+        'add_center_dist, accumulate); gt_cache.py feeds it, and '
+        'SafeNuScenesMetric._no_predictions_summary runs '
+        'DetectionEval.evaluate on a stand-in for the evaluator',
+        upstream='nuscenes.eval.detection.evaluate.DetectionEval, '
+        'nuscenes.eval.detection.algo.accumulate',
+        remove_when='the devkit evaluates arrays in seconds',
+        reviewed={'nuscenes-devkit': '==1.2.0'}),
+    Override(
+        name='torch_error_file',
+        where='failures/error_files.py: RankErrorHandler, '
+        'error_file_data',
+        what="writes (and read_error_file reads) torch elastic's error-file "
+        'layout as ErrorHandler.record_exception writes it, with fields of '
+        'its own under extraInfo',
+        upstream='torch.distributed.elastic.multiprocessing.errors.'
+        'ErrorHandler.record_exception',
+        remove_when="torch elastic's handler takes extra fields",
+        reviewed={'torch': '>=2.4,<2.14'}),
 )
 
 

@@ -1,41 +1,18 @@
-"""The one config loader of the plugin, and the tools' --cfg-options."""
-import argparse
+"""The one config loader of the plugin."""
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from mmengine.config import Config, DictAction
+from mmengine.config import Config
 from mmengine.logging import print_log
 
 from ..constants import PLUGIN_MODULE
 from .legacy.translator import format_migration_table, translate_legacy
+from .optim_wrapper import BF16_TYPES
 from .presets import (applied_by, merge_presets, preset_names_of,
                       validate_optim_wrapper)
 
 #: Runner that :func:`load_config` selects when a config names none; it
 #: counts gradient accumulation in ``auto_scale_lr`` and checks AMP early.
 DEFAULT_RUNNER_TYPE = 'PluginRunner'
-
-
-CFG_OPTIONS_HELP = (
-    'override settings of the config, as key=value pairs; lists as '
-    'key="[a,b]" or key=a,b (quotes needed, no spaces)')
-
-
-def add_cfg_options(parser: argparse.ArgumentParser,
-                    help: str = CFG_OPTIONS_HELP) -> None:
-    """Add mmengine's ``--cfg-options KEY=VALUE ...`` to a tool's parser.
-
-    Pass the parsed dict to :func:`load_config`.
-
-    Args:
-        parser (argparse.ArgumentParser): The tool's parser.
-        help (str): Help text. Defaults to :data:`CFG_OPTIONS_HELP`.
-    """
-    parser.add_argument(
-        '--cfg-options',
-        nargs='+',
-        action=DictAction,
-        metavar='KEY=VALUE',
-        help=help)
 
 
 def _fromfile(path: str) -> Config:
@@ -198,8 +175,7 @@ def migrate_config(path: str,
         if cfg.get('runner_type') == DEFAULT_RUNNER_TYPE:
             cfg.pop('runner_type')
         optim_wrapper = cfg.get('optim_wrapper') or {}
-        if optim_wrapper.get('type') in ('BF16AmpOptimWrapper',
-                                         'mmdet3d.BF16AmpOptimWrapper'):
+        if optim_wrapper.get('type') in BF16_TYPES:
             optim_wrapper['type'] = 'AmpOptimWrapper'
             print_log(
                 f'{out}: bf16 uses mmengine\'s AmpOptimWrapper '

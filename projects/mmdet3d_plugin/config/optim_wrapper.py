@@ -1,5 +1,6 @@
 """The one reading of an ``optim_wrapper`` config: its wrappers, their
-accumulation count and their precision.
+accumulation count and their precision, and the one table of wrapper types
+by what they do (``*_TYPES``).
 
 A config's ``optim_wrapper`` is either one wrapper (``type`` / ``optimizer``
 keys) or, for models with several optimizers, a dict of wrappers built into
@@ -11,11 +12,25 @@ from typing import Dict, List, Optional, Union
 import torch
 from mmengine.config import Config
 
+# The optimizer wrapper types, each bare and with its registry scope: the
+# one table that the presets, the AMP checks and the doctor read.
+#: mmengine's float32 wrapper.
+FP32_TYPES = ('OptimWrapper', 'mmengine.OptimWrapper')
 #: Wrapper types of float16 / bfloat16 autocast on a CUDA-like device
 #: (mmengine's ``AmpOptimWrapper`` asserts on CPU).
 DEVICE_AMP_TYPES = ('AmpOptimWrapper', 'mmengine.AmpOptimWrapper')
+#: mmengine's wrapper of NVIDIA apex's mixed precision.
+APEX_TYPES = ('ApexOptimWrapper', 'mmengine.ApexOptimWrapper')
 #: The plugin's bfloat16 wrapper, which also runs on CPU.
 BF16_TYPES = ('BF16AmpOptimWrapper', 'mmdet3d.BF16AmpOptimWrapper')
+#: Wrapper types that autocast; ``--amp fp32`` replaces them by
+#: ``OptimWrapper``.
+AUTOCAST_TYPES = DEVICE_AMP_TYPES + APEX_TYPES + BF16_TYPES
+#: Wrapper types whose ``loss_scale`` is checked (other custom types are
+#: left to their own validation).
+LOSS_SCALE_TYPES = DEVICE_AMP_TYPES + APEX_TYPES
+#: Wrapper types that take no ``loss_scale``.
+NO_LOSS_SCALE_TYPES = FP32_TYPES + BF16_TYPES
 
 
 def is_multi_wrapper(optim_wrapper: Dict) -> bool:

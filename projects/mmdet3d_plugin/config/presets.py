@@ -21,7 +21,6 @@ every ``type='Old'`` in the config (each pipeline, nested transforms such as
 ``MultiScaleFlipAug3D``'s, ``db_sampler`` and its ``points_loader``) becomes
 ``'New'`` (preset ``'fast_pipeline'``).
 """
-import argparse
 import copy
 import numbers
 import os
@@ -31,8 +30,10 @@ from typing import Dict, List, Optional, Sequence, Union
 from mmengine.config import Config, ConfigDict
 from mmengine.logging import print_log
 
-from ..constants import REPO_ROOT
-from .optim_wrapper import accumulative_counts_of, is_multi_wrapper
+from ..constants import AMP_CHOICES, AMP_FLAG_PRESETS, FP32_FLAG, REPO_ROOT
+from .optim_wrapper import (AUTOCAST_TYPES, LOSS_SCALE_TYPES,
+                            NO_LOSS_SCALE_TYPES, accumulative_counts_of,
+                            is_multi_wrapper)
 
 #: Folder of the preset files: ``configs/_base_/presets`` of the checkout
 #: the package is installed from (``pip install -e .``).
@@ -45,31 +46,9 @@ PRECISION_PRESETS = ('fp16', 'fp16_dynamic', 'bf16')
 #: Key of a preset file mapping transform types to their replacements.
 TRANSFORM_TYPES_KEY = 'transform_types'
 
-#: ``--amp`` choices of tools/train.py and the preset each one applies. A
-#: bare ``--amp`` means 'fp16' (dynamic loss scale), as in mmdet3d.
-AMP_FLAG_PRESETS = {
-    'fp16': 'fp16_dynamic',
-    'fp16-static': 'fp16',
-    'bf16': 'bf16',
-}
-#: ``--amp fp32``: train (or test) in float32 whatever the config sets.
-FP32_FLAG = 'fp32'
-#: Every ``--amp`` choice of tools/train.py and the doctor.
-AMP_CHOICES = (*AMP_FLAG_PRESETS, FP32_FLAG)
-#: Wrapper types that autocast; ``--amp fp32`` replaces them by
-#: ``OptimWrapper``.
-_AUTOCAST_TYPES = ('AmpOptimWrapper', 'mmengine.AmpOptimWrapper',
-                   'ApexOptimWrapper', 'mmengine.ApexOptimWrapper',
-                   'BF16AmpOptimWrapper', 'mmdet3d.BF16AmpOptimWrapper')
 #: Loops whose ``fp16=True`` runs evaluation under autocast.
 _EVAL_LOOPS = ('val_cfg', 'test_cfg')
 
-#: Optim wrapper types whose ``loss_scale`` is checked (other custom types
-#: are left to their own validation).
-_LOSS_SCALE_TYPES = ('AmpOptimWrapper', 'mmengine.AmpOptimWrapper',
-                     'ApexOptimWrapper', 'mmengine.ApexOptimWrapper')
-_NO_LOSS_SCALE_TYPES = ('OptimWrapper', 'mmengine.OptimWrapper',
-                        'BF16AmpOptimWrapper', 'mmdet3d.BF16AmpOptimWrapper')
 _GRAD_SCALER_ARGS = ('init_scale', 'growth_factor', 'backoff_factor',
                      'growth_interval', 'enabled')
 _VALID_DTYPES = ('float16', 'bfloat16', 'float32', 'float64')
@@ -184,13 +163,13 @@ def validate_optim_wrapper(cfg: Union[Config, Dict],
 
     wrapper_type = optim_wrapper.get('type', 'OptimWrapper')
     if 'loss_scale' in optim_wrapper:
-        if wrapper_type in _NO_LOSS_SCALE_TYPES:
+        if wrapper_type in NO_LOSS_SCALE_TYPES:
             raise ValueError(
                 f'{where}: optim_wrapper.loss_scale is only used by '
                 'AmpOptimWrapper (float16), but optim_wrapper.type is '
                 f'{wrapper_type!r}. Use preset \'fp16\' or \'fp16_dynamic\' '
                 '(which set the type), or remove loss_scale.')
-        if wrapper_type in _LOSS_SCALE_TYPES:
+        if wrapper_type in LOSS_SCALE_TYPES:
             optim_wrapper['loss_scale'] = _checked_loss_scale(
                 optim_wrapper['loss_scale'], where)
 
@@ -447,22 +426,26 @@ def applied_by(presets: Sequence[str] = (),
     return ', '.join(parts)
 
 
-def force_float32(cfg: Config, where: str = '--amp fp32') -> Config:
+def force_float32(cfg: Union[Config, Dict],
+                  where: str = '--amp fp32') -> Union[Config, Dict]:
     """Make a config train and evaluate in float32, in place.
 
     Every optimizer wrapper that autocasts (``AmpOptimWrapper``, the
     plugin's ``BF16AmpOptimWrapper``, ``ApexOptimWrapper``, whether set by
     the config, a preset or a translated 0.x ``fp16`` key) becomes
     ``OptimWrapper`` without ``dtype`` / ``loss_scale``; its optimizer,
-    accumulation and ``clip_grad`` are kept. ``fp16=True`` of
-    ``val_cfg`` / ``test_cfg`` is turned off.
+    accumulation and ``clip_grad`` are kept; so are wrapper types that do
+    not autocast (a custom wrapper keeps its type, without ``dtype`` /
+    ``loss_scale``). With several wrappers (one per optimizer), each one
+    is changed. ``fp16=True`` of ``val_cfg`` / ``test_cfg`` is turned off.
 
     Args:
-        cfg (Config): The loaded config.
+        cfg (Config | dict): The loaded config, or a dict holding only
+            ``optim_wrapper`` (the doctor trains with such a copy).
         where (str): Prefix of the log line. Defaults to '--amp fp32'.
 
     Returns:
-        Config: ``cfg`` itself.
+        Config | dict: ``cfg`` itself.
     """
     changes = []
     optim_wrapper = cfg.get('optim_wrapper')
@@ -472,7 +455,7 @@ def force_float32(cfg: Config, where: str = '--amp fp32') -> Config:
     for name, wrapper in named:
         key = 'optim_wrapper' + (f'.{name}' if name else '')
         kind = wrapper.get('type', 'OptimWrapper')
-        if kind in _AUTOCAST_TYPES:
+        if kind in AUTOCAST_TYPES:
             wrapper['type'] = 'OptimWrapper'
             changes.append(f'{key}.type {kind!r} -> \'OptimWrapper\'')
         for drop in ('dtype', 'loss_scale'):
@@ -547,35 +530,6 @@ def apply_train_flags(cfg: Config,
     if where:
         validate_optim_wrapper(cfg, where)
     return cfg
-
-
-def add_train_flags(parser: argparse.ArgumentParser) -> None:
-    """Add ``--accum N`` and ``--amp [fp16|fp16-static|bf16|fp32]`` to a
-    parser.
-
-    Pass the parsed values to :func:`apply_train_flags`.
-
-    Args:
-        parser (argparse.ArgumentParser): The training script's parser.
-    """
-    parser.add_argument(
-        '--accum',
-        type=int,
-        default=None,
-        metavar='N',
-        help='accumulate gradients over N iterations per optimizer update '
-        '(same as preset grad_accum_xN)')
-    parser.add_argument(
-        '--amp',
-        nargs='?',
-        const='fp16',
-        default=None,
-        choices=list(AMP_CHOICES),
-        help='mixed precision: bare --amp or "fp16" = float16 with dynamic '
-        'loss scale (preset fp16_dynamic), "fp16-static" = static loss scale '
-        '512 (preset fp16), "bf16" = bfloat16 (preset bf16; on a CPU only '
-        'fast with AVX512-BF16 / AMX), "fp32" = float32 whatever the config '
-        'or its presets set')
 
 
 def preset_names_of(cfg: Union[Config, ConfigDict, Dict]) -> List[str]:

@@ -3,7 +3,7 @@ from mmdet3d.datasets import NuScenesDataset
 from mmdet3d.registry import DATASETS
 
 from ..compat.nuscenes_class_names import PicklableDetectionConfig
-from ..pickling import PicklableStateMixin
+from ..pickling.state import PicklableStateMixin
 from .forkserver import setup_forkserver_preload
 from .info_checks import (check_classes, check_data_files, data_prefix_errors,
                           info_file_errors, sample_file_errors)

@@ -33,7 +33,7 @@ from mmengine.config import Config
 from mmengine.runner import Runner
 
 from ..cli.runner import build_runner
-from ..constants import NUSCENES_CLASSES, REPO_ROOT
+from ..constants import DEMO_ITERS, NUSCENES_CLASSES, REPO_ROOT
 from ..config.data_root import redirect_data_root
 from ..config.loading import load_config
 from ..dist.ports import free_port
@@ -47,11 +47,6 @@ CONFIG = (REPO_ROOT / 'configs' / 'centerpoint' /
 METRIC_PREFIX = 'NuScenes metric/pred_instances_3d_NuScenes/'
 #: Prefix of the same metric computed by nuscenes-devkit in the demo.
 DEVKIT_PREFIX = 'NuScenes devkit/pred_instances_3d_NuScenes/'
-#: Training iterations of the demo: the config's 400-iteration one-cycle
-#: schedule stretched to 450 (after 400, mAP was 0.56-0.60 on two seeds,
-#: close to the 0.55 the demo should always reach; 500 took over the demo's
-#: 6-minute budget on a fresh clone).
-DEMO_ITERS = 450
 #: The mini_val sample drawn in bird's-eye view.
 BEV_SAMPLE = 0
 #: Iterations per StragglerHook window: the last report covers the last 50.

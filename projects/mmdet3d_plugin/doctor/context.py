@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Sequence, Union
 
 from ..cli.errors import error_line, user_error_message, worker_death_message
-from ..diagnostics.causes import known_error
+from ..failures.causes import known_error
 
 PASS = 'pass'
 WARN = 'warn'
@@ -73,7 +73,7 @@ def one_line(text: str, limit: int = 400) -> str:
 
 
 def known_fix(exc: BaseException) -> str:
-    """The fix of a known upstream error (``diagnostics.causes``), or ''."""
+    """The fix of a known upstream error (``failures.causes``), or ''."""
     known = known_error(exc)
     return known.fix if known is not None else ''
 

@@ -50,19 +50,16 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, Dict, List, Optional, Sequence
 
-from ..cli.errors import add_debug_flag
 from ..cli.parsers import train_parser
-from ..config.loading import add_cfg_options
-from ..config.presets import add_train_flags
 from .checks import config as cfg_
-from .checks import (data, dist, env, memory, model, optim, throughput,
-                     types)
+from .checks import (data, dist, env, memory, model, optim,
+                     registry_types, throughput)
 from .context import (CheckResult, DoctorContext, DoctorOptions, FAIL, PASS,
                       WARN)
+from .parser import LAUNCHERS, doctor_parser
 
 #: Order of the areas in the checklist.
 AREAS = ('env', 'config', 'data', 'model', 'optim', 'dist')
-LAUNCHERS = ('none', 'pytorch', 'slurm', 'mpi')
 _MARK = {PASS: 'pass', WARN: 'WARN', FAIL: 'FAIL'}
 #: Fix shown when a check raises, for checks whose exception points at one
 #: part of the config.
@@ -161,7 +158,7 @@ def _checks() -> List:
         ('env.mp_start_method', env.check_start_method, cfg,
          ('start_method', )),
         ('config.plugin', cfg_.check_plugin, cfg, ()),
-        ('config.types', types.check_types, cfg, ()),
+        ('config.types', registry_types.check_types, cfg, ()),
         ('config.data_paths', cfg_.check_data_paths, cfg, ('info_files', )),
         ('config.info_files', cfg_.check_info_files, ('info_files', ), ()),
         ('config.data_version', cfg_.check_data_version, cfg, ()),
@@ -326,53 +323,6 @@ def run_doctor(config: str,
                 multiprocessing.set_start_method(start_method, force=True)
     results = sorted(ctx.results, key=_area_rank)
     return DoctorReport(options, results, time.perf_counter() - start)
-
-
-def doctor_parser() -> argparse.ArgumentParser:
-    """Flags of ``tools/doctor.py``."""
-    parser = argparse.ArgumentParser(
-        description='Check a training config on this machine, in one '
-        'process, before a (multi-GPU) launch. Exits 1 if a check fails.')
-    parser.add_argument('config', help='train config file path')
-    parser.add_argument(
-        '--iters', type=int, default=3,
-        help='train iterations to run (default: 3)')
-    add_cfg_options(parser)
-    parser.add_argument(
-        '--json', metavar='PATH',
-        help='also write the checklist as a JSON list to PATH')
-    parser.add_argument(
-        '--world-size', type=int, default=None,
-        help='processes the run will start, over all nodes (default: '
-        '$WORLD_SIZE, $SLURM_NTASKS or 1); above 1 the model is checked '
-        'for DDP. $NNODES (as for tools/dist_train.sh) spreads it over '
-        'nodes')
-    parser.add_argument(
-        '--launcher', choices=LAUNCHERS, default='none',
-        help='launcher of the run; anything but none means DDP')
-    add_train_flags(parser)  # --accum N, --amp [MODE], as tools/train.py
-    parser.add_argument(
-        '--auto-scale-lr', action='store_true',
-        help='check with tools/train.py --auto-scale-lr applied')
-    parser.add_argument(
-        '--data-root', metavar='DIR',
-        help='point every dataset and evaluator at this data root')
-    parser.add_argument(
-        '--step-time', type=float, default=None, metavar='S',
-        help='seconds of one training step, for data.throughput (default: '
-        'the batch size x an assumed GPU time per sample)')
-    parser.add_argument(
-        '--verbose', action='store_true',
-        help='show the INFO logs and warnings of the libraries')
-    parser.add_argument(
-        '--train-args', nargs=argparse.REMAINDER, default=[],
-        metavar='ARGS',
-        help='last: the tools/train.py flags of the run, as '
-        'DOCTOR=1 tools/dist_train.sh passes them; --accum, --amp, '
-        '--auto-scale-lr, --cfg-options and --launcher are checked, the '
-        'others (--work-dir, --resume, ...) change nothing checked here')
-    add_debug_flag(parser)
-    return parser
 
 
 def merge_train_args(args: argparse.Namespace) -> argparse.Namespace:

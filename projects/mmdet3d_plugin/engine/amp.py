@@ -20,6 +20,7 @@ from torch.nn.modules.batchnorm import _BatchNorm
 from ..config.optim_wrapper import (BF16_TYPES, DEVICE_AMP_TYPES,
                                     accumulative_counts_of, precision_name,
                                     precision_of, wrappers_of)
+from ..failures.causes import AmpUnsupportedError
 from .cpu_bf16 import (cpu_bf16_native, measure_bf16_slowdown,
                        native_check_source)
 
@@ -27,10 +28,6 @@ from .cpu_bf16 import (cpu_bf16_native, measure_bf16_slowdown,
 def _accelerator_available() -> bool:
     return (is_cuda_available() or is_npu_available() or is_mlu_available()
             or is_musa_available())
-
-
-class AmpUnsupportedError(RuntimeError):
-    """The config's mixed precision cannot run on this machine."""
 
 
 def check_amp_supported(cfg: Union[Config, Dict]) -> None:

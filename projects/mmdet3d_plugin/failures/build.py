@@ -10,9 +10,9 @@ import re
 import time
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from ..diagnostics.causes import (HANG, LOST_PEER, TERMINATED, VICTIM_SIGNALS,
+from .causes import (HANG, LOST_PEER, TERMINATED, VICTIM_SIGNALS,
                                   Cause, signal_name)
-from ..diagnostics.frames import raising_frame, user_frame
+from .frames import raising_frame, user_frame
 from .classify import (caused_by, classify, exit_text, failure_exit_text,
                        short_message, stuck_ranks)
 from .collect import RankFailure

@@ -4,16 +4,16 @@
 signal other than the launcher's SIGTERM, a hang found by
 ``DistWatchdogHook``) from victims (ranks stopped by the launcher, or that
 lost a connection to a dead peer), and looks the cause up in the table of
-:mod:`projects.mmdet3d_plugin.diagnostics.causes`.
+:mod:`projects.mmdet3d_plugin.failures.causes`.
 """
 import re
 from typing import List, Optional, Tuple
 
 from ..constants import HANG_EXIT_CODE, HANG_MESSAGE_PREFIX
-from ..diagnostics.causes import (EXCEPTION, HANG, UNKNOWN, VICTIM_SIGNALS,
+from .causes import (EXCEPTION, HANG, UNKNOWN, VICTIM_SIGNALS,
                                   Cause, find_cause, is_peer_death,
                                   signal_name)
-from ..diagnostics.frames import exception_lines
+from .frames import exception_lines
 from .collect import RankFailure
 
 #: Longest message shown in the printed report (the JSON has all of it).

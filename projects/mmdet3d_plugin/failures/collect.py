@@ -13,11 +13,10 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional
 
-from ..diagnostics.error_files import read_error_file
+from ..constants import EXIT_STATUS_NAME
+from .error_files import read_error_file
 from .rank_info import RANK_INFO_NAME
 
-#: File ``tools/dist_run.py`` writes into the log folder when ranks fail.
-EXIT_STATUS_NAME = 'exit_status.json'
 #: Name torch elastic gives each rank's error file.
 ERROR_FILE_NAME = 'error.json'
 _ATTEMPT_RE = re.compile(r'^attempt_(\d+)$')

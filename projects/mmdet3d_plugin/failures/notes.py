@@ -7,9 +7,9 @@ import socket
 from typing import List, Optional
 
 from ..constants import HANG_REPORT_NAME
-from ..diagnostics.causes import DDP_UNUSED, HANG, HOST_OOM, SHM_FULL, Cause
-from ..diagnostics.unused_report import REPORT_FILE as UNUSED_PARAMS_FILE
-from ..diagnostics.unused_report import parse_unused_indices
+from .causes import DDP_UNUSED, HANG, HOST_OOM, SHM_FULL, Cause
+from .unused_report import REPORT_FILE as UNUSED_PARAMS_FILE
+from .unused_report import parse_unused_indices
 from .collect import RankFailure
 
 

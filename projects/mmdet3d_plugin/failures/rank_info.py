@@ -16,9 +16,9 @@ from typing import Dict, Optional
 
 import psutil
 
-from ..diagnostics.error_files import ERROR_FILE_ENV
-from ..diagnostics.identity import rank_identity
-from ..dist import positive_seconds
+from .error_files import ERROR_FILE_ENV
+from .identity import rank_identity
+from ..dist.seconds import positive_seconds
 from ..fileio.atomic import atomic_write
 
 #: File next to the error file.

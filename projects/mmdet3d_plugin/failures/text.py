@@ -2,7 +2,7 @@
 import textwrap
 from typing import Any, Dict, List, Optional, Sequence
 
-from ..diagnostics.causes import HANG
+from .causes import HANG
 from .classify import short_message
 
 #: Lines of a hang message shown.

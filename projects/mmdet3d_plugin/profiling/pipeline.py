@@ -25,23 +25,13 @@ from typing import Dict, Iterator, Optional
 
 from mmengine.logging import MMLogger
 
-from ..cli.errors import add_debug_flag
-from ..config.loading import add_cfg_options
+from ..datasets.wrappers import dataset_name
 from .dataset import build_train_dataset
-from .feed import ASSUMED_GPU_S_PER_SAMPLE, estimate_feed
+from .feed import estimate_feed
+from .parser import profile_parser
 from .report import PipelineProfile
 from .steady import measure_steady_state
 from .worker_start import measure_fresh_worker
-
-
-def dataset_name(dataset) -> str:
-    """``CBGSDataset of SafeNuScenesDataset``."""
-    names = [type(dataset).__name__]
-    inner = getattr(dataset, 'dataset', None)
-    while inner is not None and len(names) < 4:
-        names.append(type(inner).__name__)
-        inner = getattr(inner, 'dataset', None)
-    return ' of '.join(names)
 
 
 def loader_settings(cfg) -> tuple:
@@ -94,44 +84,6 @@ def profile_pipeline(config: str,
         if fresh_worker else None
     return PipelineProfile(config, data_root, dataset_name(dataset), steady,
                            feed, worker)
-
-
-def profile_parser() -> argparse.ArgumentParser:
-    """Flags of ``tools/profile_pipeline.py``."""
-    parser = argparse.ArgumentParser(
-        description='Time each transform of a config\'s train pipeline as '
-        'one DataLoader worker on one core, a fresh worker\'s start-up, '
-        'and the num_workers per GPU that feed a training step.')
-    parser.add_argument('config', help='train config file path')
-    parser.add_argument(
-        '--data-root', metavar='DIR',
-        help='point every dataset and the GT database at this data root')
-    parser.add_argument(
-        '--samples', type=int, default=20,
-        help='samples measured in steady state (default: %(default)s)')
-    parser.add_argument(
-        '--warmup', type=int, default=2,
-        help='samples loaded first and not measured (default: '
-        '%(default)s)')
-    parser.add_argument(
-        '--workers', type=int, default=None, metavar='K',
-        help='workers per GPU to judge (default: the config\'s '
-        'train_dataloader.num_workers)')
-    parser.add_argument(
-        '--step-time', type=float, default=None, metavar='S',
-        help='seconds of one training step (default: batch size x '
-        f'{ASSUMED_GPU_S_PER_SAMPLE} s, an assumed GPU time per sample)')
-    parser.add_argument(
-        '--no-fresh-worker', dest='fresh_worker', action='store_false',
-        help='skip the fresh worker\'s start-up (a new process)')
-    add_cfg_options(parser)
-    parser.add_argument(
-        '--json', metavar='OUT', help='also write the profile as JSON')
-    parser.add_argument(
-        '--verbose', action='store_true',
-        help='show the INFO logs of building the dataset')
-    add_debug_flag(parser)
-    return parser
 
 
 @contextlib.contextmanager

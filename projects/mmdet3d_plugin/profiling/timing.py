@@ -9,9 +9,12 @@ the calling thread's CPU time; on a machine busy with other work the wall
 time grows, the CPU time much less.
 """
 import contextlib
+import itertools
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Iterator, List
+
+from ..datasets.wrappers import walk_datasets
 
 
 @dataclass
@@ -82,14 +85,13 @@ def dataset_pipeline(dataset: Any) -> Any:
     Raises:
         TypeError: If neither it nor a dataset it wraps has a pipeline.
     """
-    inner, seen = dataset, []
-    while inner is not None and len(seen) < 8:
+    seen = []
+    for inner in itertools.islice(walk_datasets(dataset, concat=False), 8):
         seen.append(type(inner).__name__)
         pipeline = getattr(inner, 'pipeline', None)
         if pipeline is not None and isinstance(
                 getattr(pipeline, 'transforms', None), list):
             return pipeline
-        inner = getattr(inner, 'dataset', None)
     raise TypeError(
         f'profile_pipeline: expected a dataset with a pipeline '
         f'(mmengine Compose, .transforms) or a wrapper of one; got '

@@ -81,7 +81,7 @@ import numba
 from mmengine.registry import init_default_scope
 from mmdet3d.registry import DATASETS
 from projects.mmdet3d_plugin import load_config
-from projects.mmdet3d_plugin.config import redirect_data_root
+from projects.mmdet3d_plugin.config.data_root import redirect_data_root
 cfg = redirect_data_root(load_config(sys.argv[1]), sys.argv[2])
 init_default_scope('mmdet3d')
 dataset = DATASETS.build(cfg.train_dataloader.dataset)

@@ -53,7 +53,7 @@ def _group_alive(pgid: int) -> bool:
 def test_failing_rank_ends_every_rank(tmp_path):
     config = write_config(
         tmp_path / 'ddp_fault.py', max_iters=6, num_workers=1,
-        custom_hooks=[dict(type='RaiseOnRankHook', rank=1, at_iter=2)])
+        custom_hooks=[dict(type='FailAtIterHook', at_iter=2, ranks=[1])])
     proc = subprocess.Popen(
         ['bash', str(REPO / 'tools' / 'dist_train.sh'), str(config), '2',
          '--work-dir', str(tmp_path / 'work')],

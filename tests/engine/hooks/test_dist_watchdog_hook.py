@@ -35,7 +35,7 @@ from mmdet3d.registry import METRICS
 from projects.mmdet3d_plugin.constants import (HANG_EXIT_CODE,
                                                HANG_MESSAGE_PREFIX,
                                                HANG_REPORT_NAME)
-from projects.mmdet3d_plugin.diagnostics import RankErrorHandler
+from projects.mmdet3d_plugin.failures.error_files import RankErrorHandler
 from projects.mmdet3d_plugin.engine.hooks import DistWatchdogHook
 from projects.mmdet3d_plugin.dist.ports import free_port
 from projects.mmdet3d_plugin.engine.watchdog import (DistWatchdogHang,
@@ -202,7 +202,7 @@ def test_hang_leaves_no_process(hung_run):
 @pytest.mark.slow
 def test_raising_rank_is_not_a_hang(tmp_path):
     config = _hang_config(tmp_path, [
-        dict(type='RaiseOnRankHook', rank=1, at_iter=2),
+        dict(type='FailAtIterHook', at_iter=2, ranks=[1]),
         dict(type='DistWatchdogHook', timeout=TIMEOUT),
     ])
     proc = _launch(config, tmp_path / 'work')

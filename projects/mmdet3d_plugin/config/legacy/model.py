@@ -24,8 +24,7 @@ with its key path and the closest registered names. Types under
 ``iou_calculator`` and ``bbox_coder``, which are checked as well;
 ``roi_layer`` types must be ``mmcv.ops`` classes.
 """
-import difflib
-from typing import Dict, Iterator, List, Optional, Set, Tuple
+from typing import Dict, Iterator, List, Optional, Tuple
 
 from mmcv import ops
 from mmdet.registry import MODELS as MMDET_MODELS
@@ -34,6 +33,7 @@ from mmdet3d.models.detectors import Base3DDetector
 from mmdet3d.registry import MODELS, TASK_UTILS
 from mmengine.registry import WEIGHT_INITIALIZERS
 
+from ..registry_names import closest_names, registry_chain
 from .core import TranslationState
 
 #: 0.x type -> (1.x type, condition on the 0.x dict); the rename applies
@@ -175,11 +175,10 @@ def _renamed(kind: str, cfg: Dict) -> str:
     return kind
 
 
-def _registries() -> Iterator:
-    for registry in (MODELS, TASK_UTILS, WEIGHT_INITIALIZERS):
-        while registry is not None:
-            yield registry
-            registry = registry.parent
+#: The registries of a 1.x model's types (mmdet3d's, searched with the
+#: registries above them), and mmdet's.
+_MMDET3D_REGISTRIES = (MODELS, TASK_UTILS, WEIGHT_INITIALIZERS)
+_MMDET_REGISTRIES = (MMDET_MODELS, MMDET_TASK_UTILS)
 
 
 def _in_mmdet3d(kind: str) -> bool:
@@ -187,7 +186,8 @@ def _in_mmdet3d(kind: str) -> bool:
     Conv2d, DCN of mmcv, initializers)."""
     MODELS.import_from_location()
     TASK_UTILS.import_from_location()
-    return any(kind in r.module_dict for r in _registries())
+    return any(kind in r.module_dict
+               for r in registry_chain(_MMDET3D_REGISTRIES))
 
 
 def _in_mmdet(kind: str) -> bool:
@@ -195,15 +195,6 @@ def _in_mmdet(kind: str) -> bool:
     MMDET_TASK_UTILS.import_from_location()
     return kind in MMDET_MODELS.module_dict or \
         kind in MMDET_TASK_UTILS.module_dict
-
-
-def _known_names() -> Set[str]:
-    names = set()
-    for registry in _registries():
-        names.update(registry.module_dict)
-    names.update(MMDET_MODELS.module_dict)
-    names.update(MMDET_TASK_UTILS.module_dict)
-    return names
 
 
 def _types(value, path: str, in_cfg: bool = False
@@ -243,17 +234,17 @@ def _check_registered(model: Dict, plugin_dir: Optional[str]) -> None:
             # Scoped ('mmdet.FPN', 'myplugin.X'): the registries resolve it.
             known = any(
                 registry.get(kind) is not None
-                for registry in (MODELS, TASK_UTILS, WEIGHT_INITIALIZERS))
+                for registry in _MMDET3D_REGISTRIES)
         else:
             known = _in_mmdet3d(kind) or _in_mmdet(kind)
         if not known:
             missing.append((path, kind))
     if not missing:
         return
-    names = sorted(_known_names())
     lines = []
     for path, kind in missing:
-        close = difflib.get_close_matches(kind.split('.')[-1], names, n=3)
+        close = closest_names(kind,
+                              _MMDET3D_REGISTRIES + _MMDET_REGISTRIES)
         hint = f' (closest registered: {", ".join(close)})' if close \
             else ''
         lines.append(f'  {path} = {kind!r}{hint}')

@@ -11,10 +11,12 @@ which :mod:`.sample_key` has set for that sample. Per sample the
 distribution is the same (distinct objects, uniform); across samples the
 database is covered at random instead of in sweeps.
 """
-from typing import Iterator, List
+from typing import List
 
 import numpy as np
 from mmdet3d.datasets.transforms.dbsampler import BatchSampler
+
+from ..wrappers import walk_datasets
 
 
 class SeededClassSampler(BatchSampler):
@@ -35,16 +37,6 @@ class SeededClassSampler(BatchSampler):
         return seeded
 
 
-def _datasets(dataset) -> Iterator[object]:
-    """``dataset`` and the datasets it wraps (CBGS, concat, repeat)."""
-    yield dataset
-    inner = getattr(dataset, 'dataset', None)
-    if inner is not None:
-        yield from _datasets(inner)
-    for each in getattr(dataset, 'datasets', None) or ():
-        yield from _datasets(each)
-
-
 def seed_gt_samplers(dataset) -> int:
     """Make every ``ObjectSample`` in ``dataset``'s pipelines draw per
     sample (:class:`SeededClassSampler`).
@@ -56,7 +48,7 @@ def seed_gt_samplers(dataset) -> int:
         int: The number of class samplers replaced.
     """
     replaced = 0
-    for each in _datasets(dataset):
+    for each in walk_datasets(dataset):
         pipeline = getattr(each, 'pipeline', None)
         for transform in getattr(pipeline, 'transforms', None) or ():
             samplers = getattr(getattr(transform, 'db_sampler', None),

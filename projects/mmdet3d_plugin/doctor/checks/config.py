@@ -15,7 +15,7 @@ from ...datasets.info_checks import describe_info_format
 from ...synthetic.converter import mmdet3d_converter_dir
 from ..context import (CheckResult, DoctorContext, failed, one_line, passed,
                        warned)
-from .types import config_types, lookup, mmdet3d_registries
+from .registry_types import config_types, lookup, mmdet3d_registries
 
 EVALUATORS = ('val_evaluator', 'test_evaluator')
 

@@ -5,7 +5,8 @@ import time
 from typing import Any
 
 from ...datasets.builder import build_split_dataset
-from ...pickling import find_offenders, fix_hint
+from ...datasets.wrappers import dataset_name
+from ...pickling.audit import find_offenders, fix_hint
 from ..context import (CheckResult, DoctorContext, describe_exception, failed,
                        known_fix, one_line, passed, warned)
 
@@ -21,15 +22,6 @@ def _mib(num_bytes: int) -> str:
     if num_bytes < 2**20:
         return f'{num_bytes / 2**10:.1f} KiB'
     return f'{num_bytes / 2**20:.1f} MiB'
-
-
-def _dataset_name(dataset: Any) -> str:
-    names = [type(dataset).__name__]
-    inner = getattr(dataset, 'dataset', None)
-    while inner is not None and len(names) < 4:
-        names.append(type(inner).__name__)
-        inner = getattr(inner, 'dataset', None)
-    return ' of '.join(names)
 
 
 def build_dataset(ctx: DoctorContext, split: str) -> CheckResult:
@@ -51,11 +43,11 @@ def build_dataset(ctx: DoctorContext, split: str) -> CheckResult:
     ctx.provide(f'dataset.{split}', dataset)
     if len(dataset) == 0:
         return failed(
-            check, f'{_dataset_name(dataset)} is empty',
+            check, f'{dataset_name(dataset)} is empty',
             f'point {split}_dataloader.dataset.ann_file at an info file '
             'with samples (check the split and the class filter)')
     return passed(
-        check, f'{_dataset_name(dataset)}: {len(dataset)} samples, built '
+        check, f'{dataset_name(dataset)}: {len(dataset)} samples, built '
         f'in {seconds:.1f} s')
 
 
@@ -79,7 +71,7 @@ def check_pickle(ctx: DoctorContext, split: str) -> CheckResult:
         if offenders:
             listed = '; '.join(str(o) for o in offenders[:3])
             first = offenders[0]
-            fix = (f'make `{first.path}` of {_dataset_name(dataset)} '
+            fix = (f'make `{first.path}` of {dataset_name(dataset)} '
                    f'picklable: {fix_hint(first.obj)}')
         else:
             listed = f'{type(exc).__name__}: {exc}'

@@ -1,12 +1,13 @@
 """Doctor checks of the model: it builds with the config's Runner, trains N
 iterations in this process, and uses its parameters as DDP expects.
 
-Which parameters an iteration used is recorded with
-``Tensor.register_post_accumulate_grad_hook`` (mmengine zero-grads inside
-``train_step``, so ``p.grad`` says nothing afterwards); a parameter never
-used is dead weight, one used in some iterations only belongs to a
-data-dependent branch. Both make DDP fail with ``find_unused_parameters=
-False``.
+Which parameters an iteration used is recorded with the marks of
+``DDPUnusedParamHook`` (``engine.unused_params.mark_gradients``: a
+``Tensor.register_post_accumulate_grad_hook`` per parameter; mmengine
+zero-grads inside ``train_step``, so ``p.grad`` says nothing afterwards);
+a parameter never used is dead weight, one used in some iterations only
+belongs to a data-dependent branch. Both make DDP fail with
+``find_unused_parameters=False``.
 """
 import copy
 import itertools
@@ -14,8 +15,9 @@ import time
 from typing import Any, Dict, List, Set
 
 from ...cli.runner import build_runner, isolate_runner
+from ...config.presets import force_float32
 from ...engine.unused_params import (UnusedParamSummary,
-                                     configured_find_unused,
+                                     configured_find_unused, mark_gradients,
                                      wrapper_config_line)
 from ..context import CheckResult, DoctorContext, failed, passed, warned
 from .data import prebuilt
@@ -60,15 +62,6 @@ def _count(n: int) -> str:
     return f'{n / 1e6:.2f} M' if n >= 10**5 else f'{n:,}'
 
 
-def _fp32_wrapper(optim_wrapper: Dict) -> Dict:
-    """The same optimizer wrapper without mixed precision."""
-    out = copy.deepcopy(dict(optim_wrapper))
-    out['type'] = 'OptimWrapper'
-    out.pop('dtype', None)
-    out.pop('loss_scale', None)
-    return out
-
-
 def _batches(ctx: DoctorContext):
     """Train batches: the first-batch check's workers, else in-process."""
     from mmengine.registry import init_default_scope
@@ -100,7 +93,8 @@ def _scalar(value: Any) -> float:
 
 
 class ParamUseRecorder:
-    """Which trainable parameters receive a gradient, per iteration.
+    """Which trainable parameters receive a gradient, per iteration (the
+    marks of ``DDPUnusedParamHook``, :func:`mark_gradients`).
 
     Args:
         model (nn.Module): The (unwrapped) model.
@@ -112,23 +106,14 @@ class ParamUseRecorder:
         self.names = [n for n, _ in named]
         self.shapes = [tuple(p.shape) for _, p in named]
         self.iterations: List[Set[int]] = []
-        self._current: Set[int] = set()
-        self._handles = [
-            p.register_post_accumulate_grad_hook(self._marker(i))
-            for i, (_, p) in enumerate(named)
-        ]
-
-    def _marker(self, index: int):
-
-        def mark(param) -> None:
-            self._current.add(index)
-
-        return mark
+        self._used, self._handles = mark_gradients([p for _, p in named])
 
     def next_iteration(self) -> None:
         """Close the current iteration's record and start a new one."""
-        self.iterations.append(self._current)
-        self._current = set()
+        self.iterations.append(
+            {i for i, used in enumerate(self._used) if used})
+        # In place: the hooks hold this bytearray.
+        self._used[:] = bytes(len(self._used))
 
     def remove(self) -> None:
         """Remove the gradient hooks."""
@@ -144,20 +129,24 @@ def check_train(ctx: DoctorContext) -> CheckResult:
     model = runner.model
     iters = ctx.options.iters
     notes = []
-    optim_cfg = ctx.cfg.optim_wrapper
+    optim_cfg = copy.deepcopy(ctx.cfg.optim_wrapper)
+    fp32_since = None
     if ctx.artifacts.get('amp_ok') is False:
-        optim_cfg = _fp32_wrapper(optim_cfg)
-        notes.append('in float32, since optim.amp failed')
+        fp32_since = 'optim.amp failed'
     elif ctx.artifacts.get('bf16_emulated'):
-        optim_cfg = _fp32_wrapper(optim_cfg)
-        notes.append('in float32, since bfloat16 is emulated on this CPU '
-                     '(optim.bf16_speed)')
+        fp32_since = ('bfloat16 is emulated on this CPU '
+                      '(optim.bf16_speed)')
+    if fp32_since:
+        optim_cfg = force_float32(
+            dict(optim_wrapper=optim_cfg),
+            'doctor model.train')['optim_wrapper']
+        notes.append(f'in float32, since {fp32_since}')
     if hasattr(model, 'init_weights'):
         model.init_weights()
     if ctx.cfg.get('load_from'):
         runner.load_checkpoint(ctx.cfg.load_from)
         notes.append(f'from {ctx.cfg.load_from}')
-    optim_wrapper = runner.build_optim_wrapper(copy.deepcopy(optim_cfg))
+    optim_wrapper = runner.build_optim_wrapper(optim_cfg)
     optim_wrapper.initialize_count_status(model, 0, iters)
     batches, source = _batches(ctx)
     model.train()

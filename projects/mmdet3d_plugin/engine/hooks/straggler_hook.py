@@ -17,7 +17,8 @@ from mmengine.hooks import Hook
 from mmengine.model import is_model_wrapper
 
 from mmdet3d.registry import HOOKS
-from ...dist import positive_seconds, side_group
+from ...dist.seconds import positive_seconds
+from ...dist.groups import side_group
 from ...fileio.atomic import atomic_write
 from ..straggler import (MIN_MS, RATIO, REPORT_FILE, CudaEventClock,
                          HostClock, IterationMarks, RankWindow, build_report,

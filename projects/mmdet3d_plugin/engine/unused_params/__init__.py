@@ -10,7 +10,7 @@ log's table, and ``crash`` retells DDP's error with names.
 :func:`~projects.mmdet3d_plugin.cli.find_unused_parameters` runs the same
 check for a config in one process, before a multi-GPU job is launched.
 """
-from ...diagnostics.unused_report import (REPORT_FILE, is_ddp_unused_error,
+from ...failures.unused_report import (REPORT_FILE, is_ddp_unused_error,
                                           parse_unused_indices)
 from .advice import (COST_NOTE, build_report, configured_find_unused,
                      recommend, wrapper_config_line)

@@ -8,7 +8,7 @@ method with one that re-raises DDP's error retold by
 import functools
 from typing import Callable, Dict, List, Optional, Sequence
 
-from ...diagnostics.unused_report import (is_ddp_unused_error,
+from ...failures.unused_report import (is_ddp_unused_error,
                                           parse_unused_indices)
 from .advice import COST_NOTE, wrapper_config_line
 

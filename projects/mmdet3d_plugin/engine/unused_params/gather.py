@@ -10,7 +10,7 @@ from typing import Dict, List, Sequence
 import torch
 import torch.distributed as torch_dist
 
-from ...dist import side_group
+from ...dist.groups import side_group
 
 
 def report_group(names: Sequence[str], world_size: int, timeout: float,

@@ -1,6 +1,6 @@
 """The parts of ``DistWatchdogHook``: verdict, its text, monitor thread,
 ending a hung rank. The stacks, frames and error files it uses are
-:mod:`projects.mmdet3d_plugin.diagnostics`."""
+:mod:`projects.mmdet3d_plugin.failures`."""
 from .abort import DistWatchdogHang, end_process
 from .hang_text import format_report, hang_message, stuck_callstack
 from .monitor import HangMonitor, new_watchdog_group

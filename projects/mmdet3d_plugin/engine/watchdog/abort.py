@@ -4,7 +4,7 @@ torchrun gives every rank an error file (``TORCHELASTIC_ERROR_FILE``); what
 a rank writes there is what torchrun's "Root Cause" summary and the
 plugin's launcher report print for it. The watchdog writes a
 :class:`DistWatchdogHang` there with the plugin's one error handler
-(:class:`~projects.mmdet3d_plugin.diagnostics.RankErrorHandler`): torch
+(:class:`~projects.mmdet3d_plugin.failures.RankErrorHandler`): torch
 elastic's JSON layout, the hang message as the message (it starts with
 ``HANG_MESSAGE_PREFIX``, which is how readers know a hang), the stuck
 ranks' stacks as the traceback, and ``stuck_ranks`` and ``hang_report``
@@ -19,7 +19,7 @@ from typing import Optional, Sequence
 
 import psutil
 
-from ...diagnostics.error_files import DescribedError
+from ...failures.error_files import DescribedError
 
 
 class DistWatchdogHang(DescribedError):

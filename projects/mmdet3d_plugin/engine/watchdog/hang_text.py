@@ -5,8 +5,8 @@ import socket
 from typing import Dict, List, Optional, Sequence
 
 from ...constants import HANG_MESSAGE_PREFIX
-from ...diagnostics.frames import describe_frame
-from ...diagnostics.stacks import format_frames
+from ...failures.frames import describe_frame
+from ...failures.stacks import format_frames
 from .verdict import PhaseStatus, HangVerdict, RankStacks, RankStatus
 
 #: The setting that gives a declared phase its timeout, by phase name.

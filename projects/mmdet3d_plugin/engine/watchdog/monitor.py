@@ -25,8 +25,8 @@ from typing import Callable, Dict, Optional, Tuple
 import torch.distributed as torch_dist
 
 from ...constants import HANG_EXIT_CODE, HANG_REPORT_NAME
-from ...diagnostics.error_files import RankErrorHandler
-from ...diagnostics.stacks import dump_all_threads, main_thread_frames
+from ...failures.error_files import RankErrorHandler
+from ...failures.stacks import dump_all_threads, main_thread_frames
 from ...dist.budget import watchdog_group_timeout
 from ...dist.groups import side_group
 from ...dist.phase import current_phase

@@ -32,8 +32,8 @@ same one. :mod:`.hang_text` writes what it says.
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence
 
-from ...diagnostics.frames import Frame, innermost
-from ...diagnostics.stacks import in_collective
+from ...failures.frames import Frame, innermost
+from ...failures.stacks import in_collective
 from ...dist.phase import Phase
 
 #: Loop phases, by code (the code travels in the gathered status tensor).

@@ -33,7 +33,7 @@ from nuscenes.eval.detection.data_classes import DetectionBox
 from nuscenes.utils.data_classes import Box
 from pyquaternion import Quaternion
 
-from ...fileio import atomic_write
+from ...fileio.atomic import atomic_write
 from .nusc_format import ATTRIBUTES, NO_ATTRIBUTE
 
 #: Changes when the cached arrays change meaning.

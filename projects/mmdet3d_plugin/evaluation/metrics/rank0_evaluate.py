@@ -18,7 +18,9 @@ from mmengine.dist import (broadcast_object_list, collect_results,
 from mmengine.logging import print_log
 from mmengine.structures import BaseDataElement
 
-from ...dist import long_phase, positive_seconds, side_group
+from ...dist.phase import long_phase
+from ...dist.seconds import positive_seconds
+from ...dist.groups import side_group
 
 #: Default of ``dist_wait_timeout``: 4 hours.
 DEFAULT_DIST_WAIT_TIMEOUT = 4 * 3600.0

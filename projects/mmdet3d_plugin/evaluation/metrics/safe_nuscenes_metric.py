@@ -17,7 +17,7 @@ from nuscenes.eval.common.data_classes import EvalBoxes
 from nuscenes.eval.detection.evaluate import DetectionEval
 
 from ...compat.nuscenes_class_names import PicklableDetectionConfig
-from ...pickling import PicklableStateMixin
+from ...pickling.state import PicklableStateMixin
 from ..functional.detection_eval import Predictions, evaluate
 from ..functional.gt_cache import load_ground_truth
 from ..functional.nusc_format import (NuscBoxes, SampleFrame,

@@ -21,6 +21,11 @@ from ..constants import (CUSTOM_IMPORTS, HANG_EXIT_CODE, HANG_MESSAGE_PREFIX,
 from .unused_report import REPORT_FILE as UNUSED_PARAMS_FILE
 
 
+class AmpUnsupportedError(RuntimeError):
+    """The config's mixed precision cannot run on this machine (raised by
+    ``engine.amp.check_amp_supported``; the tools print it as one line)."""
+
+
 class Cause(NamedTuple):
     """A likely cause of a failed rank, how to recognise it, and the fix.
 

@@ -8,9 +8,9 @@ generators -> ``TASK_UTILS``), datasets -> ``DATASETS``, pipelines ->
 ``TRANSFORMS``, evaluators -> ``METRICS``, and so on. Names are looked up in
 mmdet3d's registries with the config's default scope, as the Runner does.
 """
-import difflib
 from typing import Any, Dict, Iterator, List, Optional, Tuple
 
+from ...config.registry_names import closest_names
 from ..context import CheckResult, DoctorContext, failed, passed
 
 #: Keys under ``model`` whose ``type`` lives in TASK_UTILS.
@@ -187,15 +187,6 @@ def lookup(registry, name: str) -> Optional[Any]:
         return None
 
 
-def _known_names(registry) -> List[str]:
-    names = set()
-    node = registry
-    while node is not None:
-        names.update(node.module_dict)
-        node = node.parent
-    return sorted(names)
-
-
 def resolve_types(cfg) -> Tuple[int, List[str]]:
     """Look up every ``type`` of ``cfg``.
 
@@ -223,9 +214,7 @@ def resolve_types(cfg) -> Tuple[int, List[str]]:
                 lookup(registries[name], kind) is not None
                 for name in order if name in registries):
             continue
-        known = _known_names(registries[expected])
-        short = kind.rsplit('.', 1)[-1]
-        close = difflib.get_close_matches(short, known, n=3, cutoff=0.6)
+        close = closest_names(kind, [registries[expected]])
         hint = f'; did you mean {", ".join(map(repr, close))}?' \
             if close else ''
         problems.append(f'{path}={kind!r} is not registered in '
