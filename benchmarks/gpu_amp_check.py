@@ -4,7 +4,7 @@ Trains mmdet3d's ``centerpoint_pillar02_second_secfpn_8xb4-cyclic-20e_nus-3d``
 model (full size: 512 x 512 BEV grid, 10 classes in 6 tasks) for a few
 iterations per mode on random point clouds in the nuScenes range with random
 boxes, no dataset needed. Each mode is the config's optimizer wrapper with
-the plugin's presets applied (``projects.mmdet3d_plugin.config.apply_presets``)
+the plugin's presets applied (merged and validated as ``tools/train.py`` does)
 and starts from the same weights and batches. Prints a table and writes
 JSON: seconds per iteration (median after warm-up), peak GPU memory
 (``torch.cuda.max_memory_allocated``), whether every loss and the final
@@ -168,11 +168,13 @@ def run_mode(name: str, presets, cfg, batches, args) -> dict:
     from mmengine.optim import build_optim_wrapper
     from mmdet3d.registry import MODELS
     from projects.mmdet3d_plugin.engine.amp import check_amp_supported
-    from projects.mmdet3d_plugin.config.presets import apply_presets
+    from projects.mmdet3d_plugin.config.presets import (
+        applied_by, merge_presets, validate_optim_wrapper)
 
     row = dict(mode=name, presets=presets)
     mode_cfg = copy.deepcopy(cfg)
-    apply_presets(mode_cfg, presets)
+    merge_presets(mode_cfg, presets)
+    validate_optim_wrapper(mode_cfg, applied_by(presets=presets))
     row['optim_wrapper'] = {
         k: v for k, v in mode_cfg.optim_wrapper.items()
         if k in ('type', 'dtype', 'loss_scale', 'accumulative_counts')

@@ -6,7 +6,7 @@ import sys
 
 sys.path.insert(0, osp.dirname(osp.dirname(osp.abspath(__file__))))
 
-from projects.mmdet3d_plugin.cli.errors import run_tool  # noqa: E402
+from projects.mmdet3d_plugin.cli.run_tool import run_tool  # noqa: E402
 from projects.mmdet3d_plugin.cli.parsers import add_debug_flag  # noqa: E402
 from projects.mmdet3d_plugin.constants import DEMO_ITERS  # noqa: E402
 

@@ -16,10 +16,10 @@ import pytest
 from mmengine.registry import init_default_scope
 
 from mmdet3d.registry import DATASETS, HOOKS
-from projects.mmdet3d_plugin.cli.errors import run_tool
+from projects.mmdet3d_plugin.cli.run_tool import run_tool
 from projects.mmdet3d_plugin.cli.run import train
 from projects.mmdet3d_plugin.cli.parsers import train_parser
-from projects.mmdet3d_plugin.cli.errors import user_error_message
+from projects.mmdet3d_plugin.cli.run_tool import user_error_message
 
 REPO = Path(__file__).resolve().parents[2]
 HELPERS = REPO / 'tests' / 'helpers'

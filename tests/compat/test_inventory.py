@@ -12,7 +12,7 @@ from projects.mmdet3d_plugin.compat.inventory import (OFF_VARIABLE, OVERRIDES,
                                                       outside_reviewed_range,
                                                       switched_off)
 from projects.mmdet3d_plugin.compat.inventory import installed_version
-from projects.mmdet3d_plugin.cli.errors import user_error_message
+from projects.mmdet3d_plugin.cli.run_tool import user_error_message
 
 PACKAGE = Path(compat.__file__).resolve().parents[1]
 
@@ -80,9 +80,10 @@ def test_known_upstream_error_from_a_worker_is_named():
 
 
 def test_docs_list_the_fixes_applied_at_import():
-    """docs/compat.md's list of import side effects is the inventory's."""
+    """docs/compat.md's list of the fixes applied when the plugin registers
+    is the inventory's."""
     page = (PACKAGE.parents[1] / 'docs' / 'compat.md').read_text()
-    section = page.split('Importing the plugin registers')[1].split(
+    section = page.split('When the plugin registers its classes')[1].split(
         '\n## ')[0]
     listed = set(re.findall(r'^- `(\w+)`:', section, flags=re.M))
     assert listed == {o.name for o in OVERRIDES if o.at_import}

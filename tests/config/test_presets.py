@@ -12,11 +12,10 @@ from torch import nn
 import projects.mmdet3d_plugin  # noqa: F401  registers BF16AmpOptimWrapper
 from tests.helpers.precision_toys import collect_logs
 from projects.mmdet3d_plugin import load_config
-from projects.mmdet3d_plugin.config.presets import (add_train_flags,
-                                                    apply_presets,
-                                                    apply_train_flags,
-                                                    force_float32,
+from projects.mmdet3d_plugin.cli.parsers import add_train_flags
+from projects.mmdet3d_plugin.config.presets import (force_float32,
                                                     known_presets)
+from tests.helpers.presets import apply_presets, apply_train_flags
 
 REPO = Path(__file__).resolve().parents[2]
 MMDET3D_CENTERPOINT = ('mmdet3d::centerpoint/centerpoint_pillar02_second_'

@@ -19,9 +19,8 @@ from tests.helpers.gpu import requires_no_cuda
 from mmdet3d.registry import HOOKS, RUNNERS
 from tests.helpers.precision_toys import collect_logs, toy_cfg
 from projects.mmdet3d_plugin.config.legacy.translator import translate_legacy
-from projects.mmdet3d_plugin.config.presets import (apply_presets,
-                                                    apply_train_flags,
-                                                    force_float32)
+from projects.mmdet3d_plugin.config.presets import force_float32
+from tests.helpers.presets import apply_presets, apply_train_flags
 from projects.mmdet3d_plugin.constants import CPU_BF16_ENV
 from projects.mmdet3d_plugin.engine.amp import (AmpUnsupportedError,
                                                 bf16_cpu_slowdown,

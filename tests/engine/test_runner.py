@@ -15,8 +15,7 @@ from projects.mmdet3d_plugin.engine.hooks.accumulation_resume_hook import (
 from projects.mmdet3d_plugin.engine.amp import (
     check_amp_supported, warn_accumulation_with_batchnorm)
 from projects.mmdet3d_plugin.constants import CPU_BF16_ENV
-from projects.mmdet3d_plugin.config.presets import (apply_presets,
-                                                    apply_train_flags)
+from tests.helpers.presets import apply_presets, apply_train_flags
 
 
 def _train(cfg, runner_cls=None):

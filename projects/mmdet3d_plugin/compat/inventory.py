@@ -197,7 +197,7 @@ OVERRIDES = (
         reviewed={'mmengine': '>=0.10.0,<=0.10.7'}),
     Override(
         name='fast_points_like',
-        where='datasets/transforms/_points.py: points_like',
+        where='datasets/transforms/points_io.py: points_like',
         what='builds the points object BasePoints.__init__ builds (type, '
         'dimensions, attributes) around an array, without its clone; every '
         'Fast* transform below returns its points through it',

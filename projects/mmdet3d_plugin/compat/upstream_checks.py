@@ -20,9 +20,8 @@ Nothing upstream is imported here: a target is a dotted name (the longest
 importable module, then attributes), or a file of an installed package
 and a name in it (``mmdet3d/.mim/tools/dataset_converters/x.py:f``, for
 scripts that are not importable modules), resolved by :func:`resolve` only
-when called. After re-reading upstream and updating the plugin, print what
-to record with ``python -c "from projects.mmdet3d_plugin.compat.\\
-upstream_checks import record; print(record('<target>'))"``.
+when called. After re-reading upstream and updating the plugin,
+``record('<target>')`` gives the signature and hash to write here.
 """
 import hashlib
 import importlib

@@ -344,8 +344,8 @@ def _notes_after_accumulation(cfg: Config, where: str) -> None:
 
 def merge_presets(cfg: Config, names: Optional[Sequence[str]]) -> Config:
     """Deep-merge the named presets onto ``cfg`` in order, in place, without
-    validating the result (:func:`apply_presets` validates it; the tools
-    validate once after all their flags, see ``cli.prepare``).
+    validating the result (the tools validate once after all their flags,
+    see ``cli.prepare``).
 
     Args:
         cfg (Config): The loaded config.
@@ -374,26 +374,6 @@ def merge_presets(cfg: Config, names: Optional[Sequence[str]]) -> Config:
                   logger='current')
     if accumulative_counts_of(cfg) != counts_before:
         _notes_after_accumulation(cfg, 'presets')
-    return cfg
-
-
-def apply_presets(cfg: Config, names: Optional[Sequence[str]]) -> Config:
-    """:func:`merge_presets` (same arguments, returns ``cfg``), then
-    validate the result.
-
-    Raises:
-        ValueError: As :func:`merge_presets`, and for out-of-range values
-            (the message names the presets).
-
-    Examples:
-        >>> cfg = Config.fromfile('configs/centerpoint/my_config.py')
-        >>> apply_presets(cfg, ['grad_accum_x4', 'bf16'])
-    """
-    if not names:
-        return cfg
-    names = [names] if isinstance(names, str) else list(names)
-    merge_presets(cfg, names)
-    validate_optim_wrapper(cfg, applied_by(presets=names))
     return cfg
 
 
@@ -476,7 +456,8 @@ def merge_train_flags(cfg: Config,
                       accum: Optional[int] = None,
                       amp: Union[None, bool, str] = None) -> Config:
     """Apply tools/train.py's ``--accum N`` and ``--amp [MODE]`` in place,
-    without validating the result (:func:`apply_train_flags` does).
+    without validating the result (``cli.prepare`` validates once after
+    all the flags).
 
     They are equivalent to the presets: ``--accum 4`` is 'grad_accum_x4'
     (any N >= 1 is allowed), ``--amp``/``--amp fp16`` is 'fp16_dynamic'
@@ -517,18 +498,6 @@ def merge_train_flags(cfg: Config,
             dict(optim_wrapper=dict(accumulative_counts=int(accum))))
         print_log(f'--accum {accum}: {_describe(cfg)}', logger='current')
         _notes_after_accumulation(cfg, f'--accum {accum}')
-    return cfg
-
-
-def apply_train_flags(cfg: Config,
-                      accum: Optional[int] = None,
-                      amp: Union[None, bool, str] = None) -> Config:
-    """:func:`merge_train_flags` (same arguments, returns ``cfg``), then
-    validate the result."""
-    merge_train_flags(cfg, accum=accum, amp=amp)
-    where = applied_by(amp=amp, accum=accum)
-    if where:
-        validate_optim_wrapper(cfg, where)
     return cfg
 
 

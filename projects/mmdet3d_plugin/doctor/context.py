@@ -11,7 +11,7 @@ import traceback
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Sequence, Union
 
-from ..cli.errors import error_line, user_error_message, worker_death_message
+from ..cli.run_tool import error_line, user_error_message, worker_death_message
 from ..failures.causes import known_error
 
 PASS = 'pass'

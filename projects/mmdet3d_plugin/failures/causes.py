@@ -2,7 +2,7 @@
 
 Each :class:`Cause` says how it shows (exception text, signal, exit code),
 what it means and what to change. The launchers' root-cause report
-(``failures``), the tools' error printer (``cli.errors``) and the doctor
+(``failures``), the tools' error printer (``cli.run_tool``) and the doctor
 all look failures up here. :data:`KNOWN_ERRORS` are the bugs of the
 upstream stack that the plugin knows (a table of causes, not a
 workaround: the workarounds are in ``compat``); :func:`known_error` finds

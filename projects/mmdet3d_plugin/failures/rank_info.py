@@ -18,7 +18,7 @@ import psutil
 
 from .error_files import ERROR_FILE_ENV
 from .identity import rank_identity
-from ..dist.seconds import positive_seconds
+from ..dist.durations import positive_seconds
 from ..fileio.atomic import atomic_write
 
 #: File next to the error file.

@@ -28,7 +28,6 @@ from mmengine.logging import MMLogger
 from ..datasets.wrappers import dataset_name
 from .dataset import build_train_dataset
 from .feed import estimate_feed
-from .parser import profile_parser
 from .report import PipelineProfile
 from .steady import measure_steady_state
 from .worker_start import measure_fresh_worker

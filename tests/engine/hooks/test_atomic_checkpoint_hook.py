@@ -22,7 +22,7 @@ from mmengine.runner import Runner
 from projects.mmdet3d_plugin.constants import PREEMPTED_EXIT_CODE
 from projects.mmdet3d_plugin.fileio.atomic import (_deferred_signals,
                                                    atomic_write, is_temporary)
-from projects.mmdet3d_plugin.cli.errors import worker_death_message
+from projects.mmdet3d_plugin.cli.run_tool import worker_death_message
 from projects.mmdet3d_plugin.dist.ports import free_port
 
 REPO = Path(__file__).resolve().parents[3]

@@ -13,7 +13,7 @@ changes only: ``classes`` -> ``metainfo``, ``ann_file`` relative to
 import copy
 from typing import Dict
 
-from .core import TranslationState, merge_or_replace
+from .state import TranslationState, merge_or_replace
 
 _FORMAT_TRANSFORMS = ('DefaultFormatBundle3D', 'DefaultFormatBundle',
                       'Collect3D')

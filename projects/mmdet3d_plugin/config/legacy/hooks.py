@@ -5,7 +5,7 @@ logger hooks with a backend (TensorBoard, W&B, MLflow) become
 ``visualizer.vis_backends``. Runs after :mod:`.loop`, so that the
 checkpoint hook steps by iteration for an iteration-based loop.
 """
-from .core import TranslationState
+from .state import TranslationState
 
 _LOGGER_HOOK_BACKENDS = {
     'TextLoggerHook': None,

@@ -6,7 +6,7 @@ and the checkpoint hook stepping by iteration for an ``IterBasedRunner``, and
 ``evaluation.save_best`` on ``default_hooks.checkpoint``. The loop length set
 here feeds the schedulers (:mod:`.schedule`) and hooks (:mod:`.hooks`).
 """
-from .core import TranslationState
+from .state import TranslationState
 
 
 def translate_runner(state: TranslationState) -> None:

@@ -34,7 +34,7 @@ from mmdet3d.registry import MODELS, TASK_UTILS
 from mmengine.registry import WEIGHT_INITIALIZERS
 
 from ..registry_names import closest_names, registry_chain
-from .core import TranslationState
+from .state import TranslationState
 
 #: 0.x type -> (1.x type, condition on the 0.x dict); the rename applies
 #: when the condition holds.

@@ -10,7 +10,7 @@ from ``_base_`` is updated, not replaced.
 import copy
 from typing import Dict
 
-from .core import TranslationState, merge_or_replace
+from .state import TranslationState, merge_or_replace
 
 _OPTIMIZER_HOOKS = ('OptimizerHook', 'GradientCumulativeOptimizerHook',
                     'Fp16OptimizerHook', 'GradientCumulativeFp16OptimizerHook')

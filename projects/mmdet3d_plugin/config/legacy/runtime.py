@@ -8,7 +8,7 @@ and ``deterministic`` to ``randomness``, ``find_unused_parameters`` into a
 and a top-level ``db_sampler``'s ``file_client_args`` becomes
 ``backend_args`` (:func:`.data.backend_args`).
 """
-from .core import TranslationState
+from .state import TranslationState
 from .data import backend_args, has_file_client_args
 
 

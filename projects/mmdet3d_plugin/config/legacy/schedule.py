@@ -9,7 +9,7 @@ Runs after :mod:`.loop`, whose training length the schedulers need.
 """
 from typing import Dict, List
 
-from .core import TranslationState
+from .state import TranslationState
 
 
 def translate_schedulers(state: TranslationState) -> None:

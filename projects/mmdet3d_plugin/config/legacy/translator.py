@@ -38,7 +38,7 @@ from typing import List, Tuple
 
 from mmengine.config import Config
 
-from .core import Row, TranslationState
+from .state import Row, TranslationState
 from .data import translate_data, translate_top_level_pipelines
 from .hooks import translate_checkpoint, translate_log_config
 from .loop import translate_evaluation, translate_runner

@@ -9,7 +9,7 @@ from mmdet3d.registry import TRANSFORMS
 from mmdet3d.structures.ops import box_np_ops
 from mmdet3d.structures.points import get_points_type
 
-from ._points import points_like, read_into
+from .points_io import points_like, read_into
 from .box_geometry import box_collision_rows
 from .load_points_from_file import FastLoadPointsFromFile
 

@@ -5,7 +5,7 @@ from mmdet3d.datasets.transforms import LoadPointsFromFile
 from mmdet3d.registry import TRANSFORMS
 from mmdet3d.structures.points import get_points_type
 
-from ._points import points_like, read_float32
+from .points_io import points_like, read_float32
 
 
 @TRANSFORMS.register_module()

@@ -9,7 +9,7 @@ from mmdet3d.datasets.transforms import LoadPointsFromMultiSweeps
 from mmdet3d.registry import TRANSFORMS
 
 from . import point_kernels
-from ._points import points_like, read_float32, read_float32_reused
+from .points_io import points_like, read_float32, read_float32_reused
 
 
 def _stock_move(seg: np.ndarray, lidar2sensor: np.ndarray,

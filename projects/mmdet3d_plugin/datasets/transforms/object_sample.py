@@ -9,7 +9,7 @@ from mmdet3d.registry import TRANSFORMS
 from mmdet3d.structures.points import BasePoints
 
 from . import point_kernels
-from ._points import points_like, scratch
+from .points_io import points_like, scratch
 from .box_geometry import outside_boxes
 
 

@@ -6,7 +6,7 @@ from mmdet3d.datasets.transforms import PointsRangeFilter
 from mmdet3d.registry import TRANSFORMS
 
 from . import point_kernels
-from ._points import points_like
+from .points_io import points_like
 
 
 @TRANSFORMS.register_module()

@@ -14,7 +14,7 @@ from mmengine.model import is_model_wrapper
 from torch.nn.parallel import DistributedDataParallel
 
 from mmdet3d.registry import HOOKS
-from ...dist.seconds import positive_seconds
+from ...dist.durations import positive_seconds
 from ...fileio.atomic import atomic_write
 from ..unused_params import (REPORT_FILE, UnusedParamSummary, build_report,
                              ddp_error_message, describe, format_table,

@@ -8,7 +8,7 @@ from mmengine.hooks import Hook
 from mmdet3d.registry import HOOKS
 from ...constants import HANG_EXIT_CODE, HANG_REPORT_NAME
 from ...dist.budget import timeout_problems, watchdog_interval
-from ...dist.seconds import positive_seconds
+from ...dist.durations import positive_seconds
 from ..watchdog.monitor import HangMonitor, new_watchdog_group
 from ..watchdog.verdict import PHASES
 

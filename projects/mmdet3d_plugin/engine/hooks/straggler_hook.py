@@ -17,7 +17,7 @@ from mmengine.hooks import Hook
 from mmengine.model import is_model_wrapper
 
 from mmdet3d.registry import HOOKS
-from ...dist.seconds import positive_seconds
+from ...dist.durations import positive_seconds
 from ...dist.groups import side_group
 from ...fileio.atomic import atomic_write
 from ..straggler import (MIN_MS, RATIO, REPORT_FILE, CudaEventClock,

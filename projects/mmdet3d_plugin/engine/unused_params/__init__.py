@@ -15,7 +15,7 @@ from ...failures.unused_report import (REPORT_FILE, is_ddp_unused_error,
 from .advice import (COST_NOTE, build_report, configured_find_unused,
                      recommend, wrapper_config_line)
 from .autograd import reachable_params
-from .crash import (MAX_CRASH_NAMES, ddp_error_message, unwrap_run_iter,
+from .run_iter_patch import (MAX_CRASH_NAMES, ddp_error_message, unwrap_run_iter,
                     will_fail_message, wrap_run_iter)
 from .gather import gather_unused, report_group
 from .marks import mark_gradients, should_sync

@@ -19,7 +19,7 @@ from mmengine.logging import print_log
 from mmengine.structures import BaseDataElement
 
 from ...dist.phase import long_phase
-from ...dist.seconds import positive_seconds
+from ...dist.durations import positive_seconds
 from ...dist.groups import side_group
 
 #: Default of ``dist_wait_timeout``: 4 hours.
