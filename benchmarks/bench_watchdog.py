@@ -29,7 +29,6 @@ import time
 
 REPO = osp.dirname(osp.dirname(osp.abspath(__file__)))
 sys.path.insert(0, REPO)
-sys.path.insert(1, osp.join(REPO, 'tests'))
 
 TARGET_MS = 0.1
 
@@ -53,7 +52,7 @@ NO_DEFAULT_HOOKS = dict(runtime_info=None, timer=None, logger=None,
 
 def build_runner(work_dir, hooks, max_iters, default_hooks=None):
     from mmengine.runner import Runner
-    from fault_helpers import FaultToyDataset, FaultToyModel
+    from tests.helpers.fault_helpers import FaultToyDataset, FaultToyModel
     return Runner(
         model=FaultToyModel(),
         work_dir=work_dir,
