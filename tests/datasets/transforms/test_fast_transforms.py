@@ -118,9 +118,19 @@ def test_fast_transform_equals_stock(pillar02, case, kind, args, before,
 
 
 def test_column_arithmetic_checks_pass_here():
-    """The column-by-column paths are the ones the cases above test."""
+    """The column-by-column paths are the ones the cases above test.
+
+    The sweep move is numpy's arithmetic and must match everywhere. The
+    rotation matches torch's (N, 3) x (3, 3) product only where torch sums
+    it in the kernel's order: on a CPU where it does not (seen on one with
+    AVX512-FP16), the transform takes stock's statements, which
+    ``test_stock_statements_where_the_check_fails`` covers, and this says
+    so instead of failing."""
     assert load_points_from_multi_sweeps.column_move_is_exact()
-    assert global_rot_scale_trans.column_steps_are_exact()
+    if not global_rot_scale_trans.column_steps_are_exact():
+        pytest.skip("torch's (N, 3) x (3, 3) product rounds differently "
+                    'from the column kernel on this CPU: '
+                    'FastGlobalRotScaleTrans takes stock\'s statements here')
 
 
 @pytest.mark.parametrize('kind, module, check', [
