@@ -13,7 +13,7 @@ The order is mmdet3d's ``tools/train.py`` order, the plugin's flags last:
 4. the run's own settings: the launcher, ``--work-dir`` (else
    ``./work_dirs/<config name>``); for training the atomic checkpoint
    hook (``--checkpoint-minutes``), the loops that resume exactly and
-   ``PreemptionHook`` (``config.exact_resume``), ``--sync_bn``,
+   ``PreemptionHook`` (``engine.resume.run_config``), ``--sync_bn``,
    ``--auto-scale-lr`` and ``--resume`` (in a restarted or requeued run
    without it: the newest checkpoint of the work dir); for testing the
    checkpoint as ``load_from``;
@@ -40,7 +40,7 @@ from mmengine.runner import find_latest_checkpoint
 
 from ..config.checkpoint_hook import use_atomic_checkpoints
 from ..config.data_root import redirect_data_root
-from ..config.exact_resume import set_checkpoint_minutes, use_exact_resume
+from ..engine.resume.run_config import set_checkpoint_minutes, use_exact_resume
 from ..config.loading import merge_cfg_options, read_config, settings_source
 from ..config.plugin_dir import PluginDirCollisionError, import_plugins
 from ..config.presets import merge_train_flags, validate_optim_wrapper

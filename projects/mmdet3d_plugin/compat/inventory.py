@@ -282,7 +282,7 @@ OVERRIDES = (
         reviewed={'mmdet3d': '==1.4.0'}),
     Override(
         name='seeded_class_sampler',
-        where='datasets/resumable/gt_database.py: SeededClassSampler, '
+        where='engine/resume/gt_database.py: SeededClassSampler, '
         '_sample, _example_num',
         what="overrides the GT-database BatchSampler's private _sample and "
         'reads its private _example_num; like() copies the __dict__ that '
@@ -295,7 +295,7 @@ OVERRIDES = (
         reviewed={'mmdet3d': '==1.4.0'}),
     Override(
         name='dataset_fully_initialized',
-        where='datasets/resumable/seeded_dataset.py: SeededDataset, '
+        where='engine/resume/seeded_dataset.py: SeededDataset, '
         '_fully_initialized',
         what="reads BaseDataset's private _fully_initialized to call "
         'full_init once (SafeNuScenesDataset.__getstate__, in '
@@ -305,7 +305,7 @@ OVERRIDES = (
         reviewed={'mmengine': '>=0.10.0,<=0.10.7'}),
     Override(
         name='resumable_sampler',
-        where='datasets/resumable/sampler.py: ResumableSampler',
+        where='engine/resume/sampler.py: ResumableSampler',
         what="re-implements DefaultSampler's order (torch.randperm seeded "
         'with seed + epoch, rank r of W taking r, r + W, ..., round_up '
         "padding), so a fresh epoch yields DefaultSampler's indices",

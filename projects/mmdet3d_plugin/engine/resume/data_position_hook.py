@@ -6,10 +6,11 @@ from mmengine.dist import get_rank, is_main_process
 from mmengine.hooks import Hook
 
 from mmdet3d.registry import HOOKS
-from ...datasets.resumable import derived_seed, seed_all
+
 from .position import META_KEY
 from .progress import read_progress, write_progress
 from .restart import restart_attempt
+from .sample_key import derived_seed, seed_all
 
 #: Tag mixed into the main process's per-iteration seeds (samples use
 #: ``(seed, epoch, position)``, so the two never share a seed).

@@ -8,7 +8,7 @@ batch it skips ("Advance dataloader N steps"). These loops take the same
 arguments and differ only in that:
 
 * their dataloader's ``DefaultSampler`` / ``InfiniteSampler`` is
-  :class:`~projects.mmdet3d_plugin.datasets.resumable.ResumableSampler`
+  :class:`~projects.mmdet3d_plugin.engine.resume.ResumableSampler`
   and its dataset is wrapped in ``SeededDataset`` (each sample's
   augmentation a function of ``(seed, epoch, position)``);
 * checkpoints record the data position (:class:`DataPositionHook`), and a
@@ -17,7 +17,7 @@ arguments and differ only in that:
   count in-epoch batches (the logger, epoch ends) see the same numbers.
 
 ``tools/train.py`` puts them in place of mmengine's
-(``config.exact_resume``).
+(``engine.resume.run_config``).
 """
 import logging
 from typing import Optional
@@ -28,9 +28,10 @@ from mmengine.runner import EpochBasedTrainLoop, IterBasedTrainLoop
 from mmengine.runner.loops import _InfiniteDataloaderIterator
 
 from mmdet3d.registry import LOOPS
-from ...datasets.resumable import ResumableSampler, resumable_dataloader
 from .data_position_hook import DataPositionHook
+from .dataloader import resumable_dataloader
 from .position import DataPosition, first_batch_index, position_from_iters
+from .sampler import ResumableSampler
 
 
 def _resumable(dataloader, stream: bool = False):

@@ -16,7 +16,7 @@ from typing import List
 import numpy as np
 from mmdet3d.datasets.transforms.dbsampler import BatchSampler
 
-from ..wrappers import walk_datasets
+from ...datasets.wrappers import walk_datasets
 
 
 class SeededClassSampler(BatchSampler):

@@ -5,7 +5,7 @@ from mmengine.config import Config
 
 from projects.mmdet3d_plugin.config.checkpoint_hook import \
     use_atomic_checkpoints
-from projects.mmdet3d_plugin.config.exact_resume import (
+from projects.mmdet3d_plugin.engine.resume.run_config import (
     set_checkpoint_minutes, use_exact_resume)
 
 

@@ -6,8 +6,8 @@ import pytest
 import torch
 from mmengine.dataset import DefaultSampler
 
-from projects.mmdet3d_plugin.datasets.resumable import (ResumableSampler,
-                                                        SampleKey)
+from projects.mmdet3d_plugin.engine.resume.sampler import ResumableSampler
+from projects.mmdet3d_plugin.engine.resume.sample_key import SampleKey
 
 
 def _sampler(size, rank=0, world=1, **kwargs):
