@@ -79,8 +79,8 @@ def parse_args(argv=None):
 
 def _pipelines(cfg):
     """(stock, fast) configs of the train dataset (CBGS unwrapped)."""
-    from projects.mmdet3d_plugin.config.presets import (
-        load_preset, replace_transform_types)
+    from projects.mmdet3d_plugin.config.presets import (load_preset,
+                                                        replace_transform_types)
     fast_types = load_preset('fast_pipeline')['transform_types']
     dataset = cfg.train_dataloader.dataset
     while dataset.get('type') in ('CBGSDataset', 'RepeatDataset',
@@ -158,7 +158,7 @@ def steady_state(args, configs):
     whether every sample came out the same."""
     sys.path.insert(1, osp.join(REPO, 'tests'))
     from tests.helpers.pipeline_equality import (difference, rng_difference,
-                                           rng_state, seed_all)
+                                                 rng_state, seed_all)
     built = {v: _build(configs[v]) for v in VARIANTS}
     names = [type(t).__name__ for t in built['stock'][1]]
     # CPU seconds of this thread in each transform (what one core spends,

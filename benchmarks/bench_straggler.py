@@ -112,7 +112,8 @@ def _gather_rank(rank, port, gathers, queue):
     import torch.distributed as torch_dist
 
     from projects.mmdet3d_plugin.dist.groups import side_group
-    from projects.mmdet3d_plugin.engine.straggler import FIELDS, gather_sums
+    from projects.mmdet3d_plugin.engine.straggler.timing import (FIELDS,
+                                                                 gather_sums)
     os.environ.update(MASTER_ADDR='127.0.0.1', MASTER_PORT=str(port))
     torch_dist.init_process_group('gloo', rank=rank, world_size=2)
     group = side_group(60)

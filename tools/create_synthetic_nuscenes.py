@@ -23,8 +23,7 @@ sys.path.insert(0, osp.dirname(osp.dirname(osp.abspath(__file__))))
 
 from projects.mmdet3d_plugin.cli.run_tool import run_tool  # noqa: E402
 from projects.mmdet3d_plugin.cli.parsers import add_debug_flag  # noqa: E402
-from projects.mmdet3d_plugin.synthetic.scene import (  # noqa: E402
-    SyntheticNuScenesConfig)
+from projects.mmdet3d_plugin.synthetic.scene import (SyntheticNuScenesConfig)  # noqa: E402
 
 
 def parse_args():

@@ -33,8 +33,8 @@ from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
 
 sys.path.insert(0, osp.dirname(osp.dirname(osp.abspath(__file__))))
 
-from projects.mmdet3d_plugin.constants import (  # noqa: E402
-    EXIT_STATUS_NAME, PREEMPTED_EXIT_CODE)
+from projects.mmdet3d_plugin.constants import (EXIT_STATUS_NAME,  # noqa: E402
+                                               PREEMPTED_EXIT_CODE)
 
 REPORT_TOOL = osp.join(osp.dirname(osp.abspath(__file__)),
                        'failure_report.py')

@@ -19,8 +19,9 @@ import sys
 sys.path.insert(0, osp.dirname(osp.dirname(osp.abspath(__file__))))
 
 from projects.mmdet3d_plugin.cli.run_tool import run_tool  # noqa: E402
-from projects.mmdet3d_plugin.cli.parsers import (  # noqa: E402
-    add_cfg_options, add_debug_flag, check_config_file)
+from projects.mmdet3d_plugin.cli.parsers import (add_cfg_options,  # noqa: E402
+                                                 add_debug_flag,
+                                                 check_config_file)
 
 
 def parse_args(argv=None):

@@ -24,8 +24,7 @@ sys.path.insert(0, osp.dirname(osp.dirname(osp.abspath(__file__))))
 
 from projects.mmdet3d_plugin.cli.run_tool import run_tool  # noqa: E402
 from projects.mmdet3d_plugin.cli.parsers import check_config_file  # noqa: E402
-from projects.mmdet3d_plugin.profiling.parser import (  # noqa: E402
-    profile_parser)
+from projects.mmdet3d_plugin.profiling.parser import (profile_parser)  # noqa: E402
 
 
 def parse_args():

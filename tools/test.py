@@ -9,8 +9,8 @@ import sys
 sys.path.insert(0, osp.dirname(osp.dirname(osp.abspath(__file__))))
 
 from projects.mmdet3d_plugin.cli.run_tool import run_tool  # noqa: E402
-from projects.mmdet3d_plugin.cli.parsers import (  # noqa: E402
-    check_config_file, test_parser)
+from projects.mmdet3d_plugin.cli.parsers import (check_config_file,  # noqa: E402
+                                                 test_parser)
 
 
 def parse_args():

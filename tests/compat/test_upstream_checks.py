@@ -10,9 +10,12 @@ from packaging.version import Version
 
 from projects.mmdet3d_plugin.compat.inventory import (OVERRIDES, Override,
                                                       installed_version)
-from projects.mmdet3d_plugin.compat.upstream_checks import (
-    CHECKS, Check, Copy, Private, attribute_present, plain_signature, record,
-    resolve, source_sha256)
+from projects.mmdet3d_plugin.compat.upstream_checks import (CHECKS, Check,
+                                                            Copy, Private,
+                                                            attribute_present,
+                                                            plain_signature,
+                                                            record, resolve,
+                                                            source_sha256)
 
 BY_NAME = {o.name: o for o in OVERRIDES}
 INVENTORY = 'projects/mmdet3d_plugin/compat/upstream_checks.py'

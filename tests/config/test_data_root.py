@@ -2,7 +2,8 @@
 concatenated, their evaluators and ObjectSample's ground-truth database."""
 from mmengine.config import Config
 
-from projects.mmdet3d_plugin.config.data_root import redirect_data_root, unwrap_datasets
+from projects.mmdet3d_plugin.config.data_root import (redirect_data_root,
+                                                      unwrap_datasets)
 
 OLD = 'data/nuscenes/'
 

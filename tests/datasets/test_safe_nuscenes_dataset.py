@@ -22,7 +22,8 @@ from torch.utils.data import DataLoader
 import projects.mmdet3d_plugin  # noqa: F401  registers the plugin
 from mmdet3d.datasets import NuScenesDataset
 from mmdet3d.registry import MODELS
-from projects.mmdet3d_plugin.compat.nuscenes_class_names import PicklableDetectionConfig
+from projects.mmdet3d_plugin.compat.nuscenes_class_names import (
+    PicklableDetectionConfig)
 from projects.mmdet3d_plugin.datasets.safe_nuscenes_dataset import (
     SafeNuScenesDataset)
 

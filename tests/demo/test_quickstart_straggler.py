@@ -5,7 +5,7 @@ from mmengine.config import Config
 from projects.mmdet3d_plugin.demo.quickstart import (STRAGGLER_INTERVAL,
                                                      straggler_line,
                                                      write_job_config)
-from projects.mmdet3d_plugin.engine.straggler import build_report
+from projects.mmdet3d_plugin.engine.straggler.report import build_report
 
 
 def _fig(rank, data, compute):

@@ -12,8 +12,8 @@ from tests.helpers.precision_toys import collect_logs, parameters_of, toy_cfg
 from tests.helpers import fault_hooks  # noqa: F401  registers StopAfterHook
 from projects.mmdet3d_plugin.engine.hooks.accumulation_resume_hook import (
     AccumulationResumeHook)
-from projects.mmdet3d_plugin.engine.amp import (
-    check_amp_supported, warn_accumulation_with_batchnorm)
+from projects.mmdet3d_plugin.engine.amp import (check_amp_supported,
+                                                warn_accumulation_with_batchnorm)
 from projects.mmdet3d_plugin.constants import CPU_BF16_ENV
 from tests.helpers.presets import apply_presets, apply_train_flags
 

@@ -26,8 +26,9 @@ from projects.mmdet3d_plugin.failures.error_files import RankErrorHandler
 from projects.mmdet3d_plugin.failures.frames import exception_lines, user_frame
 from projects.mmdet3d_plugin.failures.causes import is_peer_death
 from projects.mmdet3d_plugin.dist.ports import free_port
-from projects.mmdet3d_plugin.engine.watchdog import DistWatchdogHang
-from projects.mmdet3d_plugin.failures.causes import CAUSES, find_cause, signal_hint
+from projects.mmdet3d_plugin.engine.watchdog.abort import DistWatchdogHang
+from projects.mmdet3d_plugin.failures.causes import (CAUSES, find_cause,
+                                                     signal_hint)
 from projects.mmdet3d_plugin.failures.collect import RankFailure, collect_failures
 from projects.mmdet3d_plugin.failures.build import build_report
 from projects.mmdet3d_plugin.failures.text import format_report
@@ -42,8 +43,8 @@ from projects.mmdet3d_plugin.failures.rank_info import (ERROR_FILE_ENV,
 REPO = Path(__file__).resolve().parents[2]
 HELPERS = REPO / 'tests' / 'helpers'
 from tests.helpers.dist_env import wait_or_kill  # noqa: E402
-from tests.helpers.failure_faults import (  # noqa: E402
-    BAD_BATCH_FAULT, FAULT_MESSAGE, write_failure_config)
+from tests.helpers.failure_faults import (BAD_BATCH_FAULT, FAULT_MESSAGE,  # noqa: E402
+                                          write_failure_config)
 from tests.helpers.slurm_cluster import PARTITION  # noqa: E402
 
 # -- the cause table --------------------------------------------------------

@@ -27,8 +27,7 @@ from torch.utils.data import Dataset
 
 from mmdet3d.registry import DATASETS, HOOKS, MODELS
 # Registers the fault hooks for the configs that import this module.
-from tests.helpers.fault_hooks import (  # noqa: F401
-    FailAtIterHook, StopAfterHook)
+from tests.helpers.fault_hooks import (FailAtIterHook, StopAfterHook)  # noqa: F401
 
 
 @MODELS.register_module(force=True)

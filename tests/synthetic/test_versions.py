@@ -24,9 +24,11 @@ from nuscenes.eval.detection.data_classes import DetectionBox
 from nuscenes.utils import splits
 
 from tests.helpers.synthetic_data import synthetic_cache_dir
-from projects.mmdet3d_plugin.synthetic.tables import SUPPORTED_VERSIONS, version_scene_names
-from projects.mmdet3d_plugin.synthetic.writer import (
-    MARKER, SyntheticNuScenesConfig, generate_synthetic_nuscenes)
+from projects.mmdet3d_plugin.synthetic.tables import (SUPPORTED_VERSIONS,
+                                                      version_scene_names)
+from projects.mmdet3d_plugin.synthetic.writer import (MARKER,
+                                                      SyntheticNuScenesConfig,
+                                                      generate_synthetic_nuscenes)
 
 REPO = Path(__file__).resolve().parents[2]
 TOOLS = ('tools/create_data.py', 'tools/create_synthetic_nuscenes.py')

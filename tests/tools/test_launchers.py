@@ -186,7 +186,7 @@ def test_tool_bad_input_prints_one_error_line(tool, args, exc_type, named,
            *(arg.format(tmp=tmp_path) for arg in args)]
     env = {k: v for k, v in os.environ.items() if k != DEBUG_ENV}
     proc = subprocess.run(cmd + ['--debug'] * debug, cwd=REPO, env=env,
-                          capture_output=True, text=True, timeout=120)
+                          capture_output=True, text=True, timeout=300)
     err = proc.stderr
     errors = [line for line in err.splitlines() if line.startswith('error: ')]
     assert proc.returncode == 1, err[-3000:]

@@ -9,7 +9,7 @@ from mmengine.runner import Runner
 
 from mmdet3d.registry import RUNNERS
 from ..engine.hooks.ddp_unused_param_hook import DDPUnusedParamHook
-from ..engine.unused_params import format_table
+from ..engine.unused_params.table import format_table
 from .runner import isolate_runner
 
 

@@ -52,8 +52,8 @@ from typing import Any, Dict, List, Optional, Sequence
 
 from ..cli.parsers import train_parser
 from .checks import config as cfg_
-from .checks import (data, dist, env, memory, model, optim,
-                     registry_types, throughput)
+from .checks import (data, dist, env, memory, model, optim, registry_types,
+                     throughput)
 from .context import (CheckResult, DoctorContext, DoctorOptions, FAIL, PASS,
                       WARN)
 from .parser import LAUNCHERS, doctor_parser

@@ -1,8 +1,9 @@
 """nuScenes evaluation, split as mmdet3d's: ``metrics/`` (the registered
 metric, rank 0 evaluating) over ``functional/`` (pure computation)."""
-from .functional import (GroundTruth, NuscBoxes, Predictions, SampleFrame,
-                         evaluate, lidar_to_global, load_ground_truth,
-                         write_results_json)
+from .functional.gt_cache import GroundTruth, load_ground_truth
+from .functional.nusc_format import NuscBoxes, SampleFrame, lidar_to_global
+from .functional.detection_eval import Predictions, evaluate
+from .functional.results_json import write_results_json
 from .metrics import (BACKENDS, Rank0EvaluateMixin, SafeNuScenesMetric,
                       rank0_wait_group)
 

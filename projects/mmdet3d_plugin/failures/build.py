@@ -10,8 +10,8 @@ import re
 import time
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from .causes import (HANG, LOST_PEER, TERMINATED, VICTIM_SIGNALS,
-                                  Cause, signal_name)
+from .causes import (HANG, LOST_PEER, TERMINATED, VICTIM_SIGNALS, Cause,
+                     signal_name)
 from .frames import raising_frame, user_frame
 from .classify import (caused_by, classify, exit_text, failure_exit_text,
                        short_message, stuck_ranks)

@@ -10,9 +10,8 @@ import re
 from typing import List, Optional, Tuple
 
 from ..constants import HANG_EXIT_CODE, HANG_MESSAGE_PREFIX
-from .causes import (EXCEPTION, HANG, UNKNOWN, VICTIM_SIGNALS,
-                                  Cause, find_cause, is_peer_death,
-                                  signal_name)
+from .causes import (EXCEPTION, HANG, UNKNOWN, VICTIM_SIGNALS, Cause,
+                     find_cause, is_peer_death, signal_name)
 from .frames import exception_lines
 from .collect import RankFailure
 

@@ -11,9 +11,10 @@ from mmdet3d.registry import DATASETS, TRANSFORMS
 from projects.mmdet3d_plugin import load_config
 from projects.mmdet3d_plugin.config.data_root import redirect_data_root
 from projects.mmdet3d_plugin.config.presets import replace_transform_types
-from projects.mmdet3d_plugin.datasets.transforms import (
-    FastDataBaseSampler, FastObjectSample, global_rot_scale_trans,
-    load_points_from_multi_sweeps)
+from projects.mmdet3d_plugin.datasets.transforms import (FastDataBaseSampler,
+                                                         FastObjectSample,
+                                                         global_rot_scale_trans,
+                                                         load_points_from_multi_sweeps)
 from tests.helpers.pipeline_equality import (FAST_TYPES, compare_transform,
                                              difference, fast_config,
                                              rng_state, seed_all)

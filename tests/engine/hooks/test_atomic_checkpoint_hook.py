@@ -28,8 +28,8 @@ from projects.mmdet3d_plugin.dist.ports import free_port
 REPO = Path(__file__).resolve().parents[3]
 HELPERS = REPO / 'tests' / 'helpers'
 from tests.helpers.dist_env import wait_or_kill  # noqa: E402
-from tests.helpers.fault_helpers import (  # noqa: E402
-    FaultToyModel, SelfKillingDataset, write_config)
+from tests.helpers.fault_helpers import (FaultToyModel, SelfKillingDataset,  # noqa: E402
+                                         write_config)
 
 #: Upper bound for a run that must end by itself; reaching it means a hang.
 HANG = 300

@@ -21,9 +21,11 @@ from projects.mmdet3d_plugin.engine.hooks.ddp_unused_param_hook import (
     DDPUnusedParamHook)
 from projects.mmdet3d_plugin.cli.find_unused import find_unused_parameters
 from tests.helpers.dist_env import start_ranks
-from projects.mmdet3d_plugin.engine.unused_params import (UnusedParamSummary,
-                                                          parse_unused_indices,
-                                                          wrapper_config_line)
+from projects.mmdet3d_plugin.engine.unused_params.summary import (
+    UnusedParamSummary)
+from projects.mmdet3d_plugin.failures.unused_report import (
+    parse_unused_indices)
+from projects.mmdet3d_plugin.engine.unused_params.advice import wrapper_config_line
 
 REPO = Path(__file__).resolve().parents[3]
 DEAD = ['dead.weight', 'dead.bias']

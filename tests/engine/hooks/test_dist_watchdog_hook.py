@@ -38,16 +38,18 @@ from projects.mmdet3d_plugin.constants import (HANG_EXIT_CODE,
 from projects.mmdet3d_plugin.failures.error_files import RankErrorHandler
 from projects.mmdet3d_plugin.engine.hooks import DistWatchdogHook
 from projects.mmdet3d_plugin.dist.ports import free_port
-from projects.mmdet3d_plugin.engine.watchdog import (DistWatchdogHang,
-                                                     PhaseStatus, RankStacks,
-                                                     RankStatus, find_stuck,
-                                                     hang_found, hang_message)
+from projects.mmdet3d_plugin.engine.watchdog.abort import DistWatchdogHang
+from projects.mmdet3d_plugin.engine.watchdog.verdict import (PhaseStatus,
+                                                             RankStacks,
+                                                             RankStatus,
+                                                             find_stuck,
+                                                             hang_found)
+from projects.mmdet3d_plugin.engine.watchdog.hang_text import hang_message
 
 REPO = Path(__file__).resolve().parents[3]
 HELPERS = REPO / 'tests' / 'helpers'
 from tests.helpers.dist_env import wait_or_kill  # noqa: E402
-from tests.helpers.fault_helpers import (  # noqa: E402
-    FaultToyDataset, FaultToyModel)
+from tests.helpers.fault_helpers import (FaultToyDataset, FaultToyModel)  # noqa: E402
 from tests.helpers.fault_helpers import write_config  # noqa: E402
 # registers SleepOnRankHook
 from tests.helpers import hang_helpers  # noqa: E402,F401

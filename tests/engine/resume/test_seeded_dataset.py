@@ -15,7 +15,8 @@ from mmdet3d.registry import DATASETS
 from projects.mmdet3d_plugin import load_config
 from projects.mmdet3d_plugin.config.data_root import redirect_data_root
 from projects.mmdet3d_plugin.engine.resume.sample_key import SampleKey
-from projects.mmdet3d_plugin.engine.resume.gt_database import SeededClassSampler
+from projects.mmdet3d_plugin.engine.resume.gt_database import (
+    SeededClassSampler)
 from projects.mmdet3d_plugin.engine.resume.seeded_dataset import SeededDataset
 
 REPO = Path(__file__).resolve().parents[3]

@@ -3,12 +3,13 @@ import math
 
 import pytest
 
-from projects.mmdet3d_plugin.engine.straggler import (RankWindow,
-                                                      IterationMarks,
-                                                      HostClock,
-                                                      build_report, describe,
-                                                      figures, input_fix,
-                                                      judge, summary_line)
+from projects.mmdet3d_plugin.engine.straggler.timing import (RankWindow,
+                                                             IterationMarks,
+                                                             HostClock,
+                                                             figures)
+from projects.mmdet3d_plugin.engine.straggler.report import build_report
+from projects.mmdet3d_plugin.engine.straggler.text import describe, summary_line
+from projects.mmdet3d_plugin.engine.straggler.verdict import input_fix, judge
 
 
 def fig(rank, data, compute, iter_ms=None, workers=2, batch=4, **extra):

@@ -15,7 +15,8 @@ import projects.mmdet3d_plugin  # noqa: F401  registers the plugin
 from mmdet3d.evaluation.metrics import NuScenesMetric
 from mmdet3d.registry import METRICS
 from mmdet3d.structures import LiDARInstance3DBoxes
-from projects.mmdet3d_plugin.compat.nuscenes_class_names import PicklableDetectionConfig
+from projects.mmdet3d_plugin.compat.nuscenes_class_names import (
+    PicklableDetectionConfig)
 from projects.mmdet3d_plugin.datasets.safe_nuscenes_dataset import (
     SafeNuScenesDataset)
 from projects.mmdet3d_plugin.evaluation.metrics.safe_nuscenes_metric import (

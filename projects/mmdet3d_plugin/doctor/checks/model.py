@@ -2,7 +2,7 @@
 iterations in this process, and uses its parameters as DDP expects.
 
 Which parameters an iteration used is recorded with the marks of
-``DDPUnusedParamHook`` (``engine.unused_params.mark_gradients``: a
+``DDPUnusedParamHook`` (``engine.unused_params.marks.mark_gradients``: a
 ``Tensor.register_post_accumulate_grad_hook`` per parameter; mmengine
 zero-grads inside ``train_step``, so ``p.grad`` says nothing afterwards);
 a parameter never used is dead weight, one used in some iterations only
@@ -16,9 +16,10 @@ from typing import Any, Dict, List, Set
 
 from ...cli.runner import build_runner, isolate_runner
 from ...config.presets import force_float32
-from ...engine.unused_params import (UnusedParamSummary,
-                                     configured_find_unused, mark_gradients,
-                                     wrapper_config_line)
+from ...engine.unused_params.summary import UnusedParamSummary
+from ...engine.unused_params.advice import (configured_find_unused,
+                                            wrapper_config_line)
+from ...engine.unused_params.marks import mark_gradients
 from ..context import CheckResult, DoctorContext, failed, passed, warned
 from .data import prebuilt
 

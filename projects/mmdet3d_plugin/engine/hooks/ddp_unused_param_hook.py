@@ -16,11 +16,15 @@ from torch.nn.parallel import DistributedDataParallel
 from mmdet3d.registry import HOOKS
 from ...dist.durations import positive_seconds
 from ...fileio.atomic import atomic_write
-from ..unused_params import (REPORT_FILE, UnusedParamSummary, build_report,
-                             ddp_error_message, describe, format_table,
-                             gather_unused, mark_gradients, reachable_params,
-                             report_group, should_sync, unwrap_run_iter,
-                             will_fail_message, wrap_run_iter)
+from ...failures.unused_report import REPORT_FILE
+from ..unused_params.summary import UnusedParamSummary
+from ..unused_params.advice import build_report
+from ..unused_params.run_iter_patch import (ddp_error_message, unwrap_run_iter,
+                                            will_fail_message, wrap_run_iter)
+from ..unused_params.table import describe, format_table
+from ..unused_params.gather import gather_unused, report_group
+from ..unused_params.marks import mark_gradients, should_sync
+from ..unused_params.autograd import reachable_params
 
 
 def _check_int(name: str, value, minimum: int, example: str) -> None:

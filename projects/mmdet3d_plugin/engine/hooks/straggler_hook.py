@@ -20,9 +20,11 @@ from mmdet3d.registry import HOOKS
 from ...dist.durations import positive_seconds
 from ...dist.groups import side_group
 from ...fileio.atomic import atomic_write
-from ..straggler import (MIN_MS, RATIO, REPORT_FILE, CudaEventClock,
-                         HostClock, IterationMarks, RankWindow, build_report,
-                         describe, figures, gather_sums)
+from ..straggler.verdict import MIN_MS, RATIO
+from ..straggler.report import REPORT_FILE, build_report
+from ..straggler.timing import (CudaEventClock, HostClock, IterationMarks,
+                                RankWindow, figures, gather_sums)
+from ..straggler.text import describe
 
 
 def _cpus() -> Optional[int]:

@@ -10,19 +10,6 @@ what a config gets for it (``run_config``: the loops, ``PreemptionHook``,
 timed checkpoints). The hooks ``AccumulationResumeHook`` and
 ``PreemptionHook`` are in ``engine/hooks``, the process groups of a
 torchrun restart in ``compat/restart_store.py``."""
-from .data_position_hook import DataPositionHook
-from .loops import ResumableEpochBasedTrainLoop, ResumableIterBasedTrainLoop
-from .position import META_KEY, DataPosition
-from .checkpoint_seed import checkpoint_seed
-from .progress import PROGRESS_NAME, read_progress, write_progress
-from .restart import Attempt, restart_attempt
-from .sampler import ResumableSampler
-from .seeded_dataset import SeededDataset
 
-__all__ = [
-    'Attempt', 'DataPosition', 'DataPositionHook', 'META_KEY',
-    'PROGRESS_NAME', 'checkpoint_seed', 'ResumableEpochBasedTrainLoop',
-    'ResumableIterBasedTrainLoop', 'ResumableSampler', 'SeededDataset',
-    'read_progress', 'restart_attempt',
-    'write_progress'
-]
+# The modules that register classes (loops, hook, sampler, dataset).
+from . import data_position_hook, loops, sampler, seeded_dataset  # noqa: F401

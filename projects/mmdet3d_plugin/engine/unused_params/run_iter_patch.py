@@ -9,7 +9,7 @@ import functools
 from typing import Callable, Dict, List, Optional, Sequence
 
 from ...failures.unused_report import (is_ddp_unused_error,
-                                          parse_unused_indices)
+                                       parse_unused_indices)
 from .advice import COST_NOTE, wrapper_config_line
 
 #: Parameter names shown per rank in errors; the rest are counted.

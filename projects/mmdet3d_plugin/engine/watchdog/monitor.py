@@ -33,8 +33,8 @@ from ...dist.phase import current_phase
 from ...fileio.atomic import atomic_write
 from .abort import DistWatchdogHang, end_process
 from .hang_text import format_report, hang_message, stuck_callstack
-from .verdict import (PHASES, PhaseStatus, RankStacks, RankStatus,
-                      find_stuck, hang_found)
+from .verdict import (PHASES, PhaseStatus, RankStacks, RankStatus, find_stuck,
+                      hang_found)
 
 _DONE = PHASES.index('done')
 

@@ -20,8 +20,8 @@ from ...compat.nuscenes_class_names import PicklableDetectionConfig
 from ...pickling.state import PicklableStateMixin
 from ..functional.detection_eval import Predictions, evaluate
 from ..functional.gt_cache import load_ground_truth
-from ..functional.nusc_format import (NuscBoxes, SampleFrame,
-                                      attribute_table, lidar_to_global)
+from ..functional.nusc_format import (NuscBoxes, SampleFrame, attribute_table,
+                                      lidar_to_global)
 from ..functional.results_json import write_results_json
 from .rank0_evaluate import Rank0EvaluateMixin
 
