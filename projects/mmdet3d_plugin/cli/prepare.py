@@ -47,8 +47,7 @@ from ..config.presets import merge_train_flags, validate_optim_wrapper
 from ..config.run_checks import RUN_LOOPS, check_run_config
 from ..dist.budget import timeout_problems
 from ..engine.amp import check_amp_supported
-from ..engine.resume.checkpoint_seed import checkpoint_seed
-from ..engine.resume.restart import restart_attempt
+from ..engine.resume.restart import checkpoint_seed, restart_attempt
 
 
 def process_group_backend() -> str:

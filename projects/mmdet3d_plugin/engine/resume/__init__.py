@@ -5,7 +5,8 @@ samples whose order and augmentation are functions of ``(seed, epoch,
 position)`` (``sample_key``, ``sampler``, ``seeded_dataset``,
 ``dataloader``, ``gt_database``), so a resumed run loads exactly the samples
 the interrupted run would have without loading the ones it skips; the
-restart bookkeeping (``restart``, ``progress``, ``checkpoint_seed``); and
+restart bookkeeping (``restart``: the attempt, the progress file, a
+checkpoint's seed); and
 what a config gets for it (``run_config``: the loops, ``PreemptionHook``,
 timed checkpoints). The hooks ``AccumulationResumeHook`` and
 ``PreemptionHook`` are in ``engine/hooks``, the process groups of a

@@ -8,8 +8,7 @@ from mmengine.hooks import Hook
 from mmdet3d.registry import HOOKS
 
 from .position import META_KEY
-from .progress import read_progress, write_progress
-from .restart import restart_attempt
+from .restart import read_progress, restart_attempt, write_progress
 from .sample_key import derived_seed, seed_all
 
 #: Tag mixed into the main process's per-iteration seeds (samples use
