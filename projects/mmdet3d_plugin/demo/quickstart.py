@@ -38,7 +38,7 @@ from ..config.data_root import redirect_data_root
 from ..config.loading import load_config
 from ..dist.ports import free_port
 from ..engine.straggler.report import REPORT_FILE as RANK_TIMING_FILE
-from ..engine.straggler.text import summary_line
+from ..engine.straggler.report import summary_line
 from ..synthetic.writer import prepare_synthetic_nuscenes
 from .bev_figure import draw_bev, predict_frame
 

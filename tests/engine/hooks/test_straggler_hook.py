@@ -28,7 +28,7 @@ from mmengine.runner import Runner
 import projects.mmdet3d_plugin  # noqa: F401  registers the hook
 from projects.mmdet3d_plugin.dist.ports import free_port
 from projects.mmdet3d_plugin.engine.hooks import StragglerHook
-from projects.mmdet3d_plugin.engine.straggler.text import summary_line
+from projects.mmdet3d_plugin.engine.straggler.report import summary_line
 
 REPO = Path(__file__).resolve().parents[3]
 from tests.helpers import straggler_toys  # noqa: E402

@@ -7,8 +7,9 @@ from projects.mmdet3d_plugin.engine.straggler.timing import (RankWindow,
                                                              IterationMarks,
                                                              HostClock,
                                                              figures)
-from projects.mmdet3d_plugin.engine.straggler.report import build_report
-from projects.mmdet3d_plugin.engine.straggler.text import describe, summary_line
+from projects.mmdet3d_plugin.engine.straggler.report import (build_report,
+                                                             describe,
+                                                             summary_line)
 from projects.mmdet3d_plugin.engine.straggler.verdict import input_fix, judge
 
 

@@ -23,8 +23,8 @@ from ..unused_params.run_iter_patch import (ddp_error_message, unwrap_run_iter,
                                             will_fail_message, wrap_run_iter)
 from ..unused_params.table import describe, format_table
 from ..unused_params.gather import gather_unused, report_group
-from ..unused_params.marks import mark_gradients, should_sync
-from ..unused_params.autograd import reachable_params
+from ..unused_params.marks import (mark_gradients, reachable_params,
+                                   should_sync)
 
 
 def _check_int(name: str, value, minimum: int, example: str) -> None:

@@ -21,10 +21,9 @@ from ...dist.durations import positive_seconds
 from ...dist.groups import side_group
 from ...fileio.atomic import atomic_write
 from ..straggler.verdict import MIN_MS, RATIO
-from ..straggler.report import REPORT_FILE, build_report
+from ..straggler.report import REPORT_FILE, build_report, describe
 from ..straggler.timing import (CudaEventClock, HostClock, IterationMarks,
                                 RankWindow, figures, gather_sums)
-from ..straggler.text import describe
 
 
 def _cpus() -> Optional[int]:

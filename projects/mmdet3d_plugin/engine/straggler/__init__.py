@@ -1,3 +1,3 @@
 """The parts of ``StragglerHook``: the clocks and sums of each rank
 (``timing``), the straggler and its fix (``verdict``), the report
-(``report``) and its text (``text``)."""
+(``report``, with its text)."""

@@ -2,7 +2,7 @@
 
 :class:`~projects.mmdet3d_plugin.engine.hooks.DDPUnusedParamHook` marks
 which parameters receive a gradient in its checked iterations (``marks``),
-counts only those the loss reaches (``autograd``), gathers the unused sets
+counts only those the loss reaches (``marks`` too), gathers the unused sets
 of all ranks (``gather``) and keeps them (``summary``); ``advice`` turns
 them into the report (``unused_params.json``) and the cheapest
 ``find_unused_parameters`` setting that is correct, ``table`` into the

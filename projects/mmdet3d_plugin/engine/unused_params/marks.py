@@ -1,9 +1,16 @@
-"""Marks for the parameters that receive a gradient in one iteration.
+"""Which parameters a loss reaches: the marks of those that receive a
+gradient in one iteration, and the parameters the loss's autograd graph
+reaches.
 
 A ``Tensor.register_post_accumulate_grad_hook`` per parameter, registered
 for the iteration and removed after it, so the marks are right whatever
 ``zero_grad``, gradient accumulation or AMP do, and cost nothing outside
 their window.
+
+With ``find_unused_parameters=True``, DDP gives zero gradients to every
+parameter its outputs depend on, also to those that feed only outputs left
+out of the loss; following the loss's own graph (:func:`reachable_params`)
+tells them apart.
 """
 import functools
 from typing import List, Sequence, Tuple
@@ -47,3 +54,29 @@ def should_sync(optim_wrapper) -> bool:
     """
     sync = getattr(optim_wrapper, 'should_sync', None)
     return True if sync is None else bool(sync())
+
+
+def reachable_params(root: torch.Tensor) -> set:
+    """Ids of the leaf tensors that ``root``'s autograd graph reaches.
+
+    Args:
+        root (torch.Tensor): A loss, or any tensor.
+
+    Returns:
+        set[int]: ``id()`` of every leaf (``AccumulateGrad``) tensor in the
+        graph; ``{id(root)}`` for a leaf that requires grad; empty for a
+        tensor outside autograd.
+    """
+    if root.grad_fn is None:
+        return {id(root)} if root.requires_grad else set()
+    found, seen, stack = set(), set(), [root.grad_fn]
+    while stack:
+        node = stack.pop()
+        if node is None or node in seen:
+            continue
+        seen.add(node)
+        variable = getattr(node, 'variable', None)  # AccumulateGrad
+        if variable is not None:
+            found.add(id(variable))
+        stack.extend(next_node for next_node, _ in node.next_functions)
+    return found
