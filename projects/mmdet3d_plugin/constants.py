@@ -52,3 +52,9 @@ DEMO_ITERS = 450
 #: File ``tools/dist_run.py`` writes into the log folder when ranks fail:
 #: torchrun's record of each failed rank (read by the failure report).
 EXIT_STATUS_NAME = 'exit_status.json'
+#: The config's ``gt_database_draws`` under exact resume: ``'per_sample'``,
+#: each sample's GT-database objects drawn from its own random state (the
+#: same objects on resume); ``'stock'``, mmdet3d's draws (each class's
+#: shuffled list, walked on by every sample a worker loads: a resume inside
+#: an epoch draws other objects).
+GT_DRAWS = ('per_sample', 'stock')

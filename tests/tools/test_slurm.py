@@ -44,7 +44,12 @@ def _submit(cluster, tmp_path, args, **env) -> str:
 
 def _finish(cluster, job_id, tmp_path, timeout=180) -> dict:
     start = time.monotonic()
-    info = cluster.wait_job(job_id, timeout=timeout)
+    try:
+        info = cluster.wait_job(job_id, timeout=timeout)
+    except TimeoutError as err:
+        log = tmp_path / 'job.out'
+        tail = log.read_text()[-6000:] if log.is_file() else '(no job.out)'
+        raise TimeoutError(f'{err}\njob.out, last lines:\n{tail}') from None
     print(f'job {job_id} ended {time.monotonic() - start:.1f} s later:\n'
           f'{cluster.show_job(job_id)}')
     log = (tmp_path / 'job.out').read_text()

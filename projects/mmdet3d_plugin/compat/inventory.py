@@ -295,14 +295,25 @@ OVERRIDES = (
         reviewed={'mmdet3d': '==1.4.0'}),
     Override(
         name='dataset_fully_initialized',
-        where='engine/resume/seeded_dataset.py: SeededDataset, '
+        where='datasets/safe_nuscenes_dataset.py: SafeNuScenesDataset, '
         '_fully_initialized',
-        what="reads BaseDataset's private _fully_initialized to call "
-        'full_init once (SafeNuScenesDataset.__getstate__, in '
-        'datasets/safe_nuscenes_dataset.py, reads it too)',
+        what="reads BaseDataset's private _fully_initialized so that "
+        '__getstate__ pickles the serialized infos only once built',
         upstream='mmengine.dataset.BaseDataset (private attribute)',
         remove_when='mmengine exposes whether a dataset is initialized',
         reviewed={'mmengine': '>=0.10.0,<=0.10.7'}),
+    Override(
+        name='fetcher_getitems',
+        where='engine/resume/seeded_items.py: seed_samples, __getitems__',
+        what="sets __getitems__ on the train dataset instance: torch's "
+        '_MapDatasetFetcher.fetch reads the attribute from the instance '
+        '(hasattr / self.dataset.__getitems__), so each sample is seeded '
+        'without a wrapper around the dataset',
+        upstream='torch.utils.data._utils.fetch._MapDatasetFetcher.fetch '
+        '(private module)',
+        remove_when='DataLoader takes a per-sample hook (or mmengine seeds '
+        'each sample from its place in the run)',
+        reviewed={'torch': '>=2.4,<2.14'}),
     Override(
         name='resumable_sampler',
         where='engine/resume/sampler.py: ResumableSampler',
@@ -315,12 +326,14 @@ OVERRIDES = (
     Override(
         name='resumable_loops',
         where='engine/resume/loops.py: ResumableEpochBasedTrainLoop, '
-        'ResumableIterBasedTrainLoop, _InfiniteDataloaderIterator',
+        'ResumableIterBasedTrainLoop, _InfiniteDataloaderIterator, '
+        '_randomness_cfg',
         what='re-implements EpochBasedTrainLoop.run_epoch and '
         'IterBasedTrainLoop.run (starting at the resumed batch), with the '
         "loops' private _epoch, _iter, _max_iters and "
         "_decide_current_val_interval and mmengine's private "
-        '_InfiniteDataloaderIterator',
+        '_InfiniteDataloaderIterator; builds the train DataLoader as '
+        "BaseLoop does, from the Runner's private _randomness_cfg",
         upstream='mmengine.runner.loops (private attributes and class)',
         remove_when="mmengine's loops resume inside an epoch without "
         'loading the batches they skip',

@@ -427,6 +427,10 @@ CHECKS: Tuple[Check, ...] = (
     # dataset_fully_initialized
     Private('dataset_fully_initialized', MMENGINE,
             'mmengine.dataset.BaseDataset._fully_initialized'),
+    # fetcher_getitems
+    Copy('fetcher_getitems', TORCH,
+         'torch.utils.data._utils.fetch._MapDatasetFetcher.fetch',
+         '52b420f1023d7e83112c6e754f2ed2f4a42dd6b31292394addd3d86993c87bab'),
     # resumable_sampler
     Copy('resumable_sampler', MMENGINE,
          'mmengine.dataset.DefaultSampler.__init__',
@@ -453,6 +457,8 @@ CHECKS: Tuple[Check, ...] = (
     Private('resumable_loops', MMENGINE,
             'mmengine.runner.loops._InfiniteDataloaderIterator',
             '(dataloader)'),
+    Private('resumable_loops', MMENGINE,
+            'mmengine.runner.Runner._randomness_cfg'),
     # runner_load_from
     Private('runner_load_from', MMENGINE,
             'mmengine.runner.Runner._load_from'),

@@ -5,18 +5,17 @@ from typing import Optional, Tuple
 from .sampler import REPLACEABLE_SAMPLERS
 
 SAMPLER_TYPE = 'mmdet3d.ResumableSampler'
-DATASET_TYPE = 'mmdet3d.SeededDataset'
 _KEPT = {False: ('shuffle', 'seed', 'round_up'), True: ('shuffle', 'seed')}
 
 
 def resumable_dataloader(dataloader: dict,
                          stream: bool = False) -> Tuple[dict, Optional[str]]:
-    """``dataloader`` with :class:`ResumableSampler` and
-    :class:`SeededDataset` in place of mmengine's sampler.
+    """``dataloader`` with :class:`ResumableSampler` in place of
+    mmengine's sampler.
 
     ``DefaultSampler`` and ``InfiniteSampler`` are replaced, keeping their
-    arguments; the dataset is wrapped in ``SeededDataset``. The input is
-    not changed.
+    arguments; the dataset is kept as it is (the loops seed its samples
+    once it is built: ``seeded_items``). The input is not changed.
 
     Args:
         dataloader (dict): A ``train_dataloader`` config.
@@ -48,8 +47,4 @@ def resumable_dataloader(dataloader: dict,
             "start. Fix: use sampler=dict(type='DefaultSampler', "
             "shuffle=True) (or 'InfiniteSampler'), or checkpoint at epoch "
             'ends')
-    dataset = new.get('dataset')
-    if isinstance(dataset, dict) and dataset.get('type') not in (
-            'SeededDataset', DATASET_TYPE):
-        new['dataset'] = dict(type=DATASET_TYPE, dataset=dataset)
     return new, None

@@ -8,9 +8,13 @@ batch it skips ("Advance dataloader N steps"). These loops take the same
 arguments and differ only in that:
 
 * their dataloader's ``DefaultSampler`` / ``InfiniteSampler`` is
-  :class:`~projects.mmdet3d_plugin.engine.resume.ResumableSampler`
-  and its dataset is wrapped in ``SeededDataset`` (each sample's
-  augmentation a function of ``(seed, epoch, position)``);
+  :class:`~projects.mmdet3d_plugin.engine.resume.sampler.ResumableSampler`,
+  and the DataLoader loads each sample from its own random state
+  (``seeded_items``: each sample's augmentation a function of ``(seed,
+  epoch, position)``), with the dataset itself left as it is, so upstream
+  hooks that reach into it work as under mmengine's loops;
+* an epoch-based run resumed after epoch-triggered hooks acted (mmdet3d's
+  ``DisableObjectSampleHook``) has them act again (``hook_replay``);
 * checkpoints record the data position (:class:`DataPositionHook`), and a
   resumed run starts the sampler there: nothing skipped is loaded;
 * batch indices continue where the interrupted epoch was, so hooks that
@@ -30,11 +34,17 @@ from mmengine.runner.loops import _InfiniteDataloaderIterator
 from mmdet3d.registry import LOOPS
 from .data_position_hook import DataPositionHook
 from .dataloader import resumable_dataloader
+from .hook_replay import replay_epoch_hooks
 from .position import DataPosition, first_batch_index, position_from_iters
 from .sampler import ResumableSampler
+from .seeded_items import seed_samples
 
 
-def _resumable(dataloader, stream: bool = False):
+def _seeded_dataloader(runner, dataloader, stream: bool, gt_draws: str):
+    """The train DataLoader, built as mmengine's ``BaseLoop`` builds it,
+    with a :class:`ResumableSampler` and its samples seeded
+    (``seeded_items``) before any worker starts (``IterBasedTrainLoop``
+    starts its iterator when it is made)."""
     if not isinstance(dataloader, dict):
         print_log(
             'exact resume: the train dataloader was built before the loop, '
@@ -46,7 +56,12 @@ def _resumable(dataloader, stream: bool = False):
     if problem is not None:
         print_log(f'exact resume: {problem}', logger='current',
                   level=logging.WARNING)
-    return new
+    built = runner.build_dataloader(
+        new, seed=runner.seed,
+        diff_rank_seed=runner._randomness_cfg.get('diff_rank_seed', False))
+    if isinstance(built.sampler, ResumableSampler):
+        seed_samples(built.dataset, gt_draws)
+    return built
 
 
 class _ResumableLoop:
@@ -133,11 +148,21 @@ class _ResumableLoop:
 @LOOPS.register_module()
 class ResumableEpochBasedTrainLoop(_ResumableLoop, EpochBasedTrainLoop):
     """``EpochBasedTrainLoop`` that resumes at the batch it stopped at
-    (see the module docstring); the same arguments."""
+    (see the module docstring); mmengine's arguments, and:
 
-    def __init__(self, runner, dataloader, *args, **kwargs) -> None:
-        super().__init__(runner, _resumable(dataloader), *args, **kwargs)
+    Args:
+        gt_draws (str): ``'per_sample'`` or ``'stock'``
+            (``constants.GT_DRAWS``; the config's
+            ``gt_database_draws``). Defaults to ``'per_sample'``.
+    """
+
+    def __init__(self, runner, dataloader, *args,
+                 gt_draws: str = 'per_sample', **kwargs) -> None:
+        super().__init__(
+            runner, _seeded_dataloader(runner, dataloader, False, gt_draws),
+            *args, **kwargs)
         self._init_position(stream=False)
+        self._replayed = False
 
     def _first_batch(self) -> int:
         sampler = self.sampler
@@ -153,6 +178,11 @@ class ResumableEpochBasedTrainLoop(_ResumableLoop, EpochBasedTrainLoop):
 
     def run_epoch(self) -> None:
         """Train the rest of the epoch (all of it unless resumed inside)."""
+        if not self._replayed:
+            # The first epoch of this process: a resumed run's hooks redo
+            # what they did in the epochs before the checkpoint.
+            self._replayed = True
+            replay_epoch_hooks(self, self._epoch)
         self.runner.call_hook('before_train_epoch')
         self.runner.model.train()
         for idx, data_batch in enumerate(self.dataloader, self._first_batch()):
@@ -180,11 +210,14 @@ class ResumableIterBasedTrainLoop(_ResumableLoop, IterBasedTrainLoop):
     ``DefaultSampler`` becomes a never-ending ``ResumableSampler``: the
     passes over the data follow one another as before (each reshuffled),
     without mmengine restarting the DataLoader (and its 2 s pause) at each.
+    ``gt_draws`` as for :class:`ResumableEpochBasedTrainLoop`.
     """
 
-    def __init__(self, runner, dataloader, *args, **kwargs) -> None:
-        super().__init__(runner, _resumable(dataloader, stream=True), *args,
-                         **kwargs)
+    def __init__(self, runner, dataloader, *args,
+                 gt_draws: str = 'per_sample', **kwargs) -> None:
+        super().__init__(
+            runner, _seeded_dataloader(runner, dataloader, True, gt_draws),
+            *args, **kwargs)
         self._init_position(stream=True)
 
     def run(self):

@@ -4,6 +4,8 @@ from typing import Optional
 
 from mmengine.config import Config
 
+from ...constants import GT_DRAWS
+
 #: mmengine's train loops and the plugin's loops that resume exactly.
 RESUMABLE_LOOPS = {
     'EpochBasedTrainLoop': 'mmdet3d.ResumableEpochBasedTrainLoop',
@@ -23,12 +25,20 @@ def use_exact_resume(cfg: Config) -> Config:
     ``ResumableIterBasedTrainLoop`` with the same arguments; other loops
     are kept. ``exact_resume = False`` in the config keeps mmengine's
     loops (and with them the replay of a resumed epoch).
+    ``gt_database_draws = 'stock'`` keeps mmdet3d's GT-database draws
+    under the resumable loops (their ``gt_draws``; a resume inside an epoch
+    then draws other objects than the interrupted run would have); the
+    default ``'per_sample'`` draws from each sample's random state.
 
     Args:
         cfg (Config): Loaded config, changed in place.
 
     Returns:
         Config: ``cfg`` itself.
+
+    Raises:
+        ValueError: If ``gt_database_draws`` is not one of
+            ``constants.GT_DRAWS``.
     """
     if cfg.get('exact_resume', True) is False:
         return cfg
@@ -40,12 +50,22 @@ def use_exact_resume(cfg: Config) -> Config:
                     'IterBasedTrainLoop')
         if kind in RESUMABLE_LOOPS:
             train_cfg['type'] = RESUMABLE_LOOPS[kind]
+            if 'gt_database_draws' in cfg:
+                train_cfg['gt_draws'] = _gt_draws(cfg['gt_database_draws'])
     hooks = list(cfg.get('custom_hooks') or [])
     if not any(isinstance(h, dict) and h.get('type') in _PREEMPTION_HOOKS
                for h in hooks):
         hooks.append(dict(type='mmdet3d.PreemptionHook'))
         cfg.custom_hooks = hooks
     return cfg
+
+
+def _gt_draws(value) -> str:
+    if value not in GT_DRAWS:
+        raise ValueError(
+            f'config: gt_database_draws = {value!r}. Fix: use one of '
+            f'{", ".join(map(repr, GT_DRAWS))}')
+    return value
 
 
 def set_checkpoint_minutes(cfg: Config, minutes: Optional[float]) -> Config:

@@ -1,0 +1,59 @@
+"""mmdet3d's ``DisableObjectSampleHook(disable_after_epoch=0)`` on the
+shipped full-size pillar02 config (CBGS around the dataset, the
+``FastObjectSample`` of its GT database), generated data, one iteration
+through ``tools/train.py`` (one process) and ``tools/dist_train.sh`` (2
+gloo ranks), the DataLoader's fork worker included: the hook finds the
+ObjectSample one level under ``CBGSDataset`` and turns it off before the
+first batch is loaded."""
+import re
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from tests.helpers.train_tool import start_dist_train, start_train
+
+REPO = Path(__file__).resolve().parents[2]
+PILLAR02 = (REPO / 'configs' / 'centerpoint' /
+            'centerpoint_pillar02_second_secfpn_8xb4-cyclic-20e_nus-3d.py')
+
+
+def _config(path: Path) -> Path:
+    path.write_text(textwrap.dedent(f"""\
+        _base_ = [{str(PILLAR02)!r}]
+        custom_imports = dict(
+            imports=['projects.mmdet3d_plugin', 'tests.helpers.hook_toys'],
+            allow_failed_imports=False)
+        custom_hooks = [
+            dict(type='DisableObjectSampleHook', disable_after_epoch=0),
+            dict(type='ObjectSampleStateHook'),
+            dict(type='StopAfterHook', after_iter=1, exit_process=True),
+        ]
+        train_dataloader = dict(batch_size=1, num_workers=1)
+        default_hooks = dict(logger=dict(interval=1))
+        val_cfg = None
+        val_dataloader = None
+        val_evaluator = None
+        """))
+    return path
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize('launch', ['train.py', 'dist_train.sh'])
+def test_object_sample_off_from_the_first_batch(launch, nus_synthetic,
+                                                tmp_path):
+    config = _config(tmp_path / 'pillar02_disable.py')
+    flags = ['--data-root', str(nus_synthetic)]
+    if launch == 'train.py':
+        proc = start_train(config, tmp_path / 'work', *flags)
+    else:
+        proc = start_dist_train(config, tmp_path / 'work', 0, *flags)
+    out = proc.communicate(timeout=900)[0]
+    assert proc.returncode == 0, out[-6000:]
+    assert 'CBGSDataset' in out and 'FastObjectSample' in out
+    disabled = out.index('Disable ObjectSample')
+    state = out.index('ObjectSample disabled before iteration 1: [True]')
+    first = re.search(r'Epoch\(train\) +\[1\]\[ *1/', out)
+    assert first and disabled < state < first.start(), out[-6000:]
+    if launch == 'dist_train.sh':
+        assert 'gloo process group on CPU: rank 0 of 2' in out, out[-6000:]
