@@ -96,12 +96,14 @@ def stretched_schedule(cfg: Config, iters: int) -> list:
 
 
 def write_job_config(work_dir: Path, data_root: Path, iters: Optional[int],
-                     accum: int, seed: Optional[int] = None) -> Path:
+                     accum: int, seed: Optional[int] = None,
+                     options: Optional[dict] = None) -> Path:
     """Write the job's config: the small CenterPoint config plus the extras.
 
     Shows the plugin's pieces composed the way a user writes them: a preset
     by name, the unused-parameter and straggler hooks, spawn workers,
-    TensorBoard scalars.
+    TensorBoard scalars. ``options``: more top-level keys (benchmarks:
+    ``exact_resume=False``).
     """
     loader = dict(num_workers=1, persistent_workers=True)
     overrides = {
@@ -129,6 +131,7 @@ def write_job_config(work_dir: Path, data_root: Path, iters: Optional[int],
             Config.fromfile(str(CONFIG)), iters)
         overrides['default_hooks'] = dict(
             checkpoint=dict(interval=iters))
+    overrides.update(options or {})
     return derived_config(
         work_dir / 'quickstart_config.py', CONFIG, data_root, overrides,
         presets=[f'grad_accum_x{accum}'] if accum > 1 else [])
@@ -259,7 +262,8 @@ def run_quickstart(work_dir: str,
                    accum: int = 1,
                    iters: Optional[int] = DEMO_ITERS,
                    compare_untrained: bool = False,
-                   seed: Optional[int] = 0) -> dict:
+                   seed: Optional[int] = 0,
+                   options: Optional[dict] = None) -> dict:
     """Run the main job and return its summary (also written to JSON).
 
     Args:
@@ -275,6 +279,9 @@ def run_quickstart(work_dir: str,
             Defaults to False.
         seed (int, optional): Seed of the training run (``randomness``).
             Defaults to 0.
+        options (dict, optional): More top-level config keys for the job
+            (``benchmarks/bench_seeded_draws.py``: ``exact_resume=False``).
+            Defaults to None.
     """
     start = time.time()
     work = Path(work_dir).resolve()
@@ -288,7 +295,7 @@ def run_quickstart(work_dir: str,
     _say(f'2/4 training with {gpus} processes (torchrun, gloo), spawn '
          f'workers, {accumulation}, seed {seed}, DDPUnusedParamHook, '
          'StragglerHook')
-    config = write_job_config(work, Path(root), iters, accum, seed)
+    config = write_job_config(work, Path(root), iters, accum, seed, options)
     train_distributed(config, work, gpus)
     checkpoint = (work / 'last_checkpoint').read_text().strip()
     log_dir = _last_log_dir(work)
