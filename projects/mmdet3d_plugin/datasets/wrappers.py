@@ -1,8 +1,7 @@
 """The dataset(s) inside mmengine / mmdet3d dataset wrappers.
 
 A wrapper holds one dataset as ``.dataset`` (``CBGSDataset``,
-``RepeatDataset``, ``ClassBalancedDataset``, the plugin's
-``SeededDataset``) or several as ``.datasets`` (``ConcatDataset``). These
+``RepeatDataset``, ``ClassBalancedDataset``) or several as ``.datasets`` (``ConcatDataset``). These
 functions read built datasets; ``config.data_root.unwrap_datasets`` walks
 the same nesting in a config's dataset dicts.
 """

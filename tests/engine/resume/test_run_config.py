@@ -1,5 +1,6 @@
 """The config rewrite of exact resume: mmengine's loops become the
-resumable ones, PreemptionHook is added once, --checkpoint-minutes."""
+resumable ones (with gt_database_draws), PreemptionHook is added once,
+--checkpoint-minutes."""
 import pytest
 from mmengine.config import Config
 
@@ -25,6 +26,20 @@ def test_loops_become_resumable(train_cfg, expected):
     assert cfg.train_cfg.type == expected
     assert 'by_epoch' not in cfg.train_cfg
     assert [h['type'] for h in cfg.custom_hooks] == ['mmdet3d.PreemptionHook']
+
+
+def test_gt_database_draws_reach_the_loop():
+    cfg = use_exact_resume(Config(dict(
+        gt_database_draws='stock', train_cfg=dict(by_epoch=True))))
+    assert cfg.train_cfg.gt_draws == 'stock'
+    default = use_exact_resume(Config(dict(train_cfg=dict(by_epoch=True))))
+    assert 'gt_draws' not in default.train_cfg  # the loop's 'per_sample'
+    with pytest.raises(ValueError) as err:
+        use_exact_resume(Config(dict(gt_database_draws='seeded',
+                                     train_cfg=dict(by_epoch=True))))
+    assert str(err.value) == (
+        "config: gt_database_draws = 'seeded'. Fix: use one of "
+        "'per_sample', 'stock'")
 
 
 def test_a_configs_own_preemption_hook_and_the_opt_out_are_kept():
