@@ -26,6 +26,16 @@ class AmpUnsupportedError(RuntimeError):
     ``engine.amp.check_amp_supported``; the tools print it as one line)."""
 
 
+class NonFiniteStepsError(RuntimeError):
+    """Too many non-finite steps in a row or in all (raised on every rank
+    by ``NonFiniteGuardHook``; the records are in ``nonfinite.json``)."""
+
+
+class NonFiniteStateError(RuntimeError):
+    """The weights or optimizer state hold NaN / Inf at a checkpoint, which
+    is not written (raised on every rank by ``AtomicCheckpointHook``)."""
+
+
 class Cause(NamedTuple):
     """A likely cause of a failed rank, how to recognise it, and the fix.
 
@@ -249,6 +259,23 @@ LOST_PEER = Cause(
     fix='find the first failure in the other node\'s report or in srun\'s '
     'output above; for SIGKILL lower num_workers and prefetch_factor')
 
+NONFINITE = Cause(
+    key='nonfinite',
+    title='non-finite steps (NaN / Inf loss or gradients)',
+    explanation='NonFiniteGuardHook skipped steps whose gradients (or fp16 '
+    'losses) were not finite, one after the other or more than the run '
+    'allows (each is in nonfinite.json in the work dir, with the rank, the '
+    'loss terms, the samples of its batch and the first module whose '
+    'output was not finite), or the weights became NaN / Inf and the '
+    'checkpoint was not written',
+    fix='read nonfinite.json: the same samples every time point at the '
+    'data (check those files), as do non-finite inputs or the first layer '
+    'named; a loss that grows step after step, at the LR (lower it, '
+    'warm up longer, clip gradients with optim_wrapper.clip_grad); raise '
+    'max_consecutive / max_skipped of NonFiniteGuardHook only if the '
+    'records are understood',
+    patterns=_any(r'NonFinite(Steps|State)Error'))
+
 EXCEPTION = Cause(
     key='exception',
     title='an error in the code, config or data',
@@ -266,7 +293,8 @@ UNKNOWN = Cause(
 
 #: Causes in the order they are tried: the first that matches wins.
 CAUSES: Tuple[Cause, ...] = (
-    HANG, DDP_UNUSED, SHM_FULL, HOST_OOM, CUDA_OOM, NCCL_ERROR) + tuple(
+    HANG, DDP_UNUSED, NONFINITE, SHM_FULL, HOST_OOM, CUDA_OOM,
+    NCCL_ERROR) + tuple(
         Cause(key='upstream_bug', title='known upstream bug',
               explanation=known.cause, fix=known.fix,
               patterns=(known.pattern, )) for known in KNOWN_ERRORS) + (

@@ -5,11 +5,13 @@ from .accumulation_resume_hook import AccumulationResumeHook
 from .atomic_checkpoint_hook import AtomicCheckpointHook
 from .ddp_unused_param_hook import DDPUnusedParamHook
 from .dist_watchdog_hook import DistWatchdogHook
+from .nonfinite_guard_hook import NonFiniteGuardHook
 from .preemption_hook import PreemptionHook
 from .straggler_hook import StragglerHook
 
 __all__ = [
     'AccumulationResumeHook', 'AtomicCheckpointHook', 'DDPUnusedParamHook',
-    'DistWatchdogHook', 'PreemptionHook', 'StragglerHook',
+    'DistWatchdogHook', 'NonFiniteGuardHook', 'PreemptionHook',
+    'StragglerHook',
     'use_atomic_checkpoints'
 ]

@@ -9,8 +9,10 @@ from mmengine.fileio import LocalBackend, get_file_backend
 from mmengine.hooks import CheckpointHook
 
 from mmdet3d.registry import HOOKS
+from ...failures.causes import NonFiniteStateError
 from ...fileio.atomic import (ATOMIC_BACKEND, atomic_write,
                               remove_stale_temporaries)
+from ..nonfinite.checkpoint_state import nonfinite_state
 
 
 @HOOKS.register_module()
@@ -29,7 +31,12 @@ class AtomicCheckpointHook(CheckpointHook):
       new one and the pointer are written, not before, so a kill during
       the save never leaves the pointer naming a deleted file;
     * temporary files of a writer killed by SIGKILL are removed at the
-      start of the next run in the same folder.
+      start of the next run in the same folder;
+    * a checkpoint whose weights or optimizer state hold a NaN or an
+      infinity is not written, and the run stops (``NonFiniteStateError``
+      naming the tensor: what it would train from then on could never be
+      saved): it never replaces a good one, ``last_checkpoint`` keeps
+      naming the last finite one and ``max_keep_ckpts`` never deletes it.
 
     With ``interval_minutes=N`` it also saves ``iter_<k>.pth`` when N
     minutes have passed since the last save of this run (rank 0's clock,
@@ -130,6 +137,7 @@ class AtomicCheckpointHook(CheckpointHook):
         path = self.file_backend.join_path(self.out_dir, name)
         if self.last_ckpt == path:
             return False
+        self._check_finite(runner, name)
         runner.save_checkpoint(
             self.out_dir, name, self.file_client_args,
             save_optimizer=self.save_optimizer,
@@ -154,8 +162,20 @@ class AtomicCheckpointHook(CheckpointHook):
     def _atomic(self) -> bool:
         return (self.backend_args or {}).get('backend') == ATOMIC_BACKEND
 
+    def _check_finite(self, runner, name: str) -> None:
+        """Raise before a save of a state that holds NaN or Inf."""
+        tensor = nonfinite_state(runner)
+        if tensor is not None:
+            raise NonFiniteStateError(
+                f'AtomicCheckpointHook: {name} not written: {tensor} holds '
+                f'NaN or Inf, and the run stops; last_checkpoint still names '
+                f'{self.last_ckpt}. Fix: resume from it (--resume) with a '
+                'lower LR, longer warm-up or optim_wrapper.clip_grad, and '
+                'read nonfinite.json in the work dir if it exists')
+
     def _save_checkpoint_with_step(self, runner, step, meta) -> None:
         self._saved_at = time.monotonic()
+        self._check_finite(runner, self.filename_tmpl.format(step))
         if not self._atomic:
             super()._save_checkpoint_with_step(runner, step, meta)
             return

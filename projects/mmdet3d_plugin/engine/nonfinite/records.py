@@ -1,0 +1,79 @@
+"""What a skipped step is recorded as: one line in the log, one entry of
+``<work_dir>/nonfinite.json``."""
+import json
+import math
+import os.path as osp
+from typing import Any, Dict, List, Optional
+
+from ...fileio.atomic import atomic_write
+
+#: The records of a run's skipped steps, in its work dir.
+RECORDS_FILE = 'nonfinite.json'
+#: The metainfo keys of a data sample that name it.
+_SAMPLE_KEYS = ('sample_idx', 'token', 'lidar_path')
+
+
+def _number(value: Any) -> Any:
+    try:
+        value = float(value)
+    except (TypeError, ValueError):
+        return str(value)
+    return value if math.isfinite(value) else str(value)  # 'nan', 'inf'
+
+
+def loss_terms(outputs: Optional[dict]) -> Dict[str, Any]:
+    """The logged loss terms, non-finite ones as ``'nan'`` / ``'inf'``."""
+    return {k: _number(v) for k, v in (outputs or {}).items()}
+
+
+def nonfinite_terms(terms: Dict[str, Any]) -> Dict[str, str]:
+    """The terms of :func:`loss_terms` that are not finite numbers."""
+    return {k: v for k, v in terms.items() if isinstance(v, str)}
+
+
+def batch_samples(data_batch: Any) -> List[dict]:
+    """What names each sample of a batch: mmdet3d data samples'
+    ``sample_idx``, ``token`` and ``lidar_path``; a dict batch's
+    ``index``."""
+    if not isinstance(data_batch, dict):
+        return []
+    samples = []
+    for sample in data_batch.get('data_samples') or ():
+        meta = getattr(sample, 'metainfo', {})
+        samples.append({k: meta[k] for k in _SAMPLE_KEYS if k in meta})
+    if not samples and 'index' in data_batch:
+        samples = [dict(index=int(i)) for i in data_batch['index']]
+    return samples
+
+
+def describe(record: dict) -> str:
+    """One line for the log."""
+    parts = []
+    for rank in record['ranks']:
+        terms = ', '.join(f'{k}={v}' for k, v in rank['nonfinite_terms']
+                          .items()) or 'loss finite'
+        names = ', '.join(
+            str(s.get('token') or s.get('index', s.get('sample_idx', '?')))
+            for s in rank['samples'])
+        module = rank['first_module'] or 'none in the forward'
+        inputs = ', '.join(rank['nonfinite_inputs'])
+        inputs = f'non-finite inputs: {inputs}; ' if inputs else ''
+        parts.append(f'rank {rank["rank"]}: {terms}; samples [{names}]; '
+                     f'{inputs}first non-finite module: {module}')
+    return (f'non-finite step: iteration {record["iteration"]} skipped on '
+            f'every rank (gradient norm {record["grad_norm"]}); '
+            + ' | '.join(parts) + f' ({record["in_a_row"]} in a row, '
+            f'{record["skipped"]} in all)')
+
+
+def append_record(work_dir: str, record: dict) -> str:
+    """Add ``record`` to ``<work_dir>/nonfinite.json`` (a list), replaced
+    atomically; returns the file's path."""
+    path = osp.join(work_dir, RECORDS_FILE)
+    records = []
+    if osp.isfile(path):
+        with open(path) as f:
+            records = json.load(f)
+    records.append(record)
+    atomic_write(json.dumps(records, indent=2) + '\n', path)
+    return path

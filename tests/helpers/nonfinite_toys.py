@@ -1,0 +1,76 @@
+"""Toys of the non-finite guard's tests: a dataset with one NaN sample, a
+regressor with a BatchNorm layer (whose running statistics a NaN forward
+poisons) and a hook that makes a weight infinite. Imported by the
+training processes through ``custom_imports``."""
+import torch
+from mmengine.hooks import Hook
+from mmengine.model import BaseModel, is_model_wrapper
+from torch import nn
+from torch.utils.data import Dataset
+
+from mmdet3d.registry import DATASETS, HOOKS, MODELS
+# Registers RecordIndicesHook and the fault hooks for the configs.
+from tests.helpers.fault_helpers import RecordIndicesHook  # noqa: F401
+
+
+@DATASETS.register_module(force=True)
+class NaNToyDataset(Dataset):
+    """Regression samples carrying their ``index``; sample ``nan_index``
+    has a NaN feature.
+
+    Args:
+        size (int): Samples. Defaults to 40.
+        nan_index (int): The sample with the NaN. Defaults to 7.
+    """
+
+    def __init__(self, size: int = 40, nan_index: int = 7) -> None:
+        self.size = size
+        self.nan_index = nan_index
+
+    def __len__(self) -> int:
+        return self.size
+
+    def __getitem__(self, index: int) -> dict:
+        x = torch.randn(4, generator=torch.Generator().manual_seed(index))
+        target = x.sum(0, keepdim=True)
+        if index == self.nan_index:
+            x[2] = float('nan')
+        return dict(inputs=x, targets=target, index=int(index))
+
+
+@MODELS.register_module(force=True)
+class BNToyModel(BaseModel):
+    """``fc1`` -> ``BatchNorm1d`` -> tanh -> ``fc2``."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc1 = nn.Linear(4, 16)
+        self.bn = nn.BatchNorm1d(16)
+        self.fc2 = nn.Linear(16, 1)
+
+    def forward(self, inputs, targets=None, index=None, mode='loss'):
+        x = torch.stack([torch.as_tensor(v) for v in inputs])
+        out = self.fc2(self.bn(self.fc1(x)).tanh())
+        if mode != 'loss':
+            return list(out)
+        y = torch.stack([torch.as_tensor(v) for v in targets])
+        return dict(loss=(out - y).pow(2).mean())
+
+
+@HOOKS.register_module(force=True)
+class PoisonWeightsHook(Hook):
+    """Sets ``fc1.weight[0, 0]`` to +Inf after iteration ``at_iter``
+    (1-based), as a step that overflows a weight would."""
+
+    priority = 'HIGHEST'
+
+    def __init__(self, at_iter: int) -> None:
+        self.at_iter = at_iter
+
+    def after_train_iter(self, runner, batch_idx, data_batch=None,
+                         outputs=None) -> None:
+        if runner.iter + 1 == self.at_iter:
+            model = runner.model.module if is_model_wrapper(
+                runner.model) else runner.model
+            with torch.no_grad():
+                model.fc1.weight[0, 0] = float('inf')

@@ -1,0 +1,121 @@
+"""Non-finite steps through the tools users run (``NonFiniteGuardHook`` is
+on by default), on the toys of ``tests/helpers/nonfinite_toys.py``:
+
+* ``nan``: 40 shuffled samples, sample 7 with a NaN feature, a BatchNorm
+  layer, 2 gloo ranks under ``tools/dist_train.sh``, 3 epochs: exactly the
+  steps whose batch held sample 7 are skipped, on both ranks, each named
+  with the rank, the sample, the loss term and ``fc1``; rc 0, final weights
+  and BatchNorm statistics finite;
+* ``diverge``: SGD with lr 1e4, 2 ranks: the run stops by itself after 3
+  bad steps in a row, non-zero, the failure report's cause ``nonfinite``;
+  every checkpoint it wrote is finite;
+* ``poisoned``: a weight made infinite after iteration 5 (one process,
+  a checkpoint every iteration; the loss stays finite, tanh saturates):
+  ``iter_5.pth`` is not written and the run stops, ``last_checkpoint``
+  names ``iter_4.pth``, the last finite one.
+"""
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+from projects.mmdet3d_plugin.constants import FAILURE_REPORT_NAME
+from tests.helpers.fault_helpers import write_config
+from tests.helpers.train_tool import start_dist_train, start_train
+
+TOYS = "custom_imports['imports'].append('tests.helpers.nonfinite_toys')\n"
+NAN = ("model = dict(type='BNToyModel')\n"
+       "train_dataloader['dataset'] = dict(type='NaNToyDataset', size=40, "
+       'nan_index=7)\n')
+DIVERGE = "optim_wrapper['optimizer']['lr'] = 1e4\n"
+
+
+def _finish(procs: dict) -> dict:
+    return {name: (p.communicate(timeout=900)[0], p.returncode)
+            for name, p in procs.items()}
+
+
+@pytest.fixture(scope='module')
+def runs(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp('nonfinite')
+    nan = write_config(tmp / 'nan.py', max_epochs=3, size=40,
+                       ckpt_interval=5,
+                       custom_hooks=[dict(type='RecordIndicesHook')],
+                       extra=TOYS + NAN)
+    diverge = write_config(tmp / 'diverge.py', max_iters=60,
+                           ckpt_interval=1, num_workers=0,
+                           extra=TOYS + DIVERGE)
+    poisoned = write_config(
+        tmp / 'poisoned.py', max_iters=20, ckpt_interval=1, num_workers=0,
+        custom_hooks=[dict(type='PoisonWeightsHook', at_iter=5)],
+        extra=TOYS)
+    return tmp, _finish({
+        'nan': start_dist_train(nan, tmp / 'nan'),
+        'diverge': start_dist_train(diverge, tmp / 'diverge'),
+        'poisoned': start_train(poisoned, tmp / 'poisoned'),
+    })
+
+
+def _finite(path: Path) -> bool:
+    checkpoint = torch.load(path, map_location='cpu', weights_only=False)
+    tensors = list(checkpoint['state_dict'].values())
+    for state in checkpoint['optimizer']['state'].values():
+        tensors += [v for v in state.values() if torch.is_tensor(v)]
+    return all(bool(torch.isfinite(t.float()).all()) for t in tensors)
+
+
+def test_exactly_the_steps_with_the_nan_sample_are_skipped(runs):
+    tmp, done = runs
+    out, code = done['nan']
+    assert code == 0, out[-6000:]
+    work = tmp / 'nan'
+    holding = {}  # iteration -> the rank whose batch held sample 7
+    for rank in (0, 1):
+        for line in (work / f'indices_rank{rank}.jsonl').read_text(
+                ).splitlines():
+            iteration, _, indices = json.loads(line)
+            if 7 in indices:
+                holding[iteration] = rank
+    assert len(holding) == 3  # once per epoch
+    records = json.loads((work / 'nonfinite.json').read_text())
+    assert [r['iteration'] for r in records] == sorted(holding)
+    for record in records:
+        [named] = record['ranks']
+        assert named['rank'] == holding[record['iteration']]
+        assert 7 in [s['index'] for s in named['samples']]
+        assert named['nonfinite_terms'] == {'loss': 'nan'}
+        assert named['first_module'] == 'fc1'
+        assert named['nonfinite_inputs'] == ['inputs']
+        assert (f'non-finite step: iteration {record["iteration"]} skipped '
+                'on every rank') in out
+    assert _finite(work / 'iter_15.pth')  # BatchNorm statistics included
+
+
+def test_a_diverging_run_stops_and_names_the_cause(runs):
+    tmp, done = runs
+    out, code = done['diverge']
+    assert code != 0, out[-6000:]
+    work = tmp / 'diverge'
+    records = json.loads((work / 'nonfinite.json').read_text())
+    assert [r['in_a_row'] for r in records][-1] == 3
+    report = json.loads((work / FAILURE_REPORT_NAME).read_text())
+    assert report['cause']['key'] == 'nonfinite', report['cause']
+    assert 'Likely cause: non-finite steps' in out
+    saved = sorted(work.glob('iter_*.pth'))
+    assert saved and all(_finite(p) for p in saved)
+    last = Path((work / 'last_checkpoint').read_text().strip())
+    assert last in saved
+
+
+def test_a_poisoned_checkpoint_is_never_written(runs):
+    tmp, done = runs
+    out, code = done['poisoned']
+    work = tmp / 'poisoned'
+    assert code != 0 and 'NonFiniteStateError' in out, out[-6000:]
+    assert sorted(int(p.stem[5:]) for p in work.glob('iter_*.pth')) == [
+        1, 2, 3, 4]
+    assert ('iter_5.pth not written: model.fc1.weight holds NaN or Inf, and '
+            'the run stops') in out
+    assert (work / 'last_checkpoint').read_text().strip().endswith(
+        'iter_4.pth')
