@@ -95,6 +95,15 @@ class DoctorLambdaTransform:
         return self.fn(results)
 
 
+@TRANSFORMS.register_module(force=True)
+class DoctorNaNTransform:
+    """Puts a NaN into every sample's features, as a broken file would."""
+
+    def __call__(self, results):
+        results['x'] = [float('nan')] + list(results['x'][1:])
+        return results
+
+
 def write_infos(path: Path, legacy: bool = False, size: int = 16) -> Path:
     """A 1.x info file (or a 0.x one with ``legacy``) of ``size`` samples."""
     gen = torch.Generator().manual_seed(0)
@@ -234,6 +243,12 @@ FAULTS = [
      'auto_scale_lr = dict(enable=True, base_batch_size=4)'),
     ('world size beyond this machine', {}, dict(world_size=4096),
      'dist.world_size', 'fail', '4096', 'start at most'),
+    ('NaN in the data', dict(pipeline="dict(type='DoctorNaNTransform'), "),
+     {}, 'model.train', 'fail', 'non-finite step: iteration 1 found by the '
+     'doctor (training here is not guarded) (gradient norm not read); rank '
+     '0: loss=nan; samples '
+     '[]; non-finite inputs: inputs; first non-finite module: stem',
+     'NonFiniteGuardHook skips such steps'),
 ]
 
 

@@ -1,8 +1,13 @@
 """Toys of the non-finite guard's tests: a dataset with one NaN sample, a
 regressor with a BatchNorm layer (whose running statistics a NaN forward
-poisons) and a hook that makes a weight infinite. Imported by the
-training processes through ``custom_imports``."""
+poisons), a hook that makes a weight infinite and one that records the
+samples of each batch. Imported by the training processes through
+``custom_imports``."""
+import json
+from pathlib import Path
+
 import torch
+from mmengine.dist import get_rank
 from mmengine.hooks import Hook
 from mmengine.model import BaseModel, is_model_wrapper
 from torch import nn
@@ -74,3 +79,17 @@ class PoisonWeightsHook(Hook):
                 runner.model) else runner.model
             with torch.no_grad():
                 model.fc1.weight[0, 0] = float('inf')
+
+
+@HOOKS.register_module(force=True)
+class RecordSamplesHook(Hook):
+    """Appends ``[iteration, [sample_idx, ...]]`` of each trained batch of
+    mmdet3d data samples to ``<work_dir>/samples_rank<r>.jsonl``."""
+
+    def after_train_iter(self, runner, batch_idx, data_batch=None,
+                         outputs=None) -> None:
+        path = Path(runner.work_dir) / f'samples_rank{get_rank()}.jsonl'
+        with path.open('a') as f:
+            f.write(json.dumps([runner.iter + 1, [
+                s.metainfo['sample_idx']
+                for s in data_batch['data_samples']]]) + '\n')

@@ -37,3 +37,12 @@ def start_dist_train(config: Path, work: Path, restarts: int = 0,
          '--work-dir', str(work), *map(str, flags)], cwd=REPO,
         env=tool_env(MAX_RESTARTS=str(restarts), PORT=str(free_port())),
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+def replay_step(work: Path, iteration: int, *flags) -> subprocess.Popen:
+    """``tools/replay_step.py WORK --iteration N FLAGS...``, started."""
+    return subprocess.Popen(
+        [sys.executable, str(REPO / 'tools' / 'replay_step.py'), str(work),
+         '--iteration', str(iteration), *map(str, flags)], cwd=REPO,
+        env=tool_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        text=True)

@@ -22,7 +22,8 @@ import torch
 
 from projects.mmdet3d_plugin.constants import FAILURE_REPORT_NAME
 from tests.helpers.fault_helpers import write_config
-from tests.helpers.train_tool import start_dist_train, start_train
+from tests.helpers.train_tool import (replay_step, start_dist_train,
+                                      start_train)
 
 TOYS = "custom_imports['imports'].append('tests.helpers.nonfinite_toys')\n"
 NAN = ("model = dict(type='BNToyModel')\n"
@@ -90,6 +91,36 @@ def test_exactly_the_steps_with_the_nan_sample_are_skipped(runs):
         assert (f'non-finite step: iteration {record["iteration"]} skipped '
                 'on every rank') in out
     assert _finite(work / 'iter_15.pth')  # BatchNorm statistics included
+
+
+def _replayed(work: Path, record: dict) -> str:
+    proc = replay_step(work, record['iteration'])
+    out = proc.communicate(timeout=600)[0]
+    assert proc.returncode == 0, out[-6000:]
+    return out
+
+
+def test_replay_step_rebuilds_a_skipped_step(runs):
+    """The first record with a checkpoint before it (every 5 iterations):
+    the same rank, samples, loss and module, from the data position."""
+    work = runs[0] / 'nan'
+    record = next(r for r in json.loads((work / 'nonfinite.json').read_text())
+                  if r['iteration'] > 5)
+    out = _replayed(work, record)
+    [named] = record['ranks']
+    assert (f'replay of iteration {record["iteration"]}, rank '
+            f'{named["rank"]} of 2') in out, out[-3000:]
+    assert '  sample index 7\n' in out
+    assert '  loss terms: loss=nan' in out
+    assert '  first non-finite module: fc1' in out
+    assert 'the run skipped it: the same' in out
+
+
+def test_replay_step_of_the_diverging_run(runs):
+    work = runs[0] / 'diverge'
+    record = json.loads((work / 'nonfinite.json').read_text())[0]
+    out = _replayed(work, record)
+    assert 'the run skipped it: the same' in out, out[-3000:]
 
 
 def test_a_diverging_run_stops_and_names_the_cause(runs):

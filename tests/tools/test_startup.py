@@ -40,7 +40,7 @@ def _probe(*args, pythonpath=str(REPO)):
 @pytest.mark.parametrize('tool', [
     'train', 'test', 'failure_report', 'create_synthetic_nuscenes',
     'create_data', 'doctor', 'migrate_config', 'check_pickle',
-    'find_unused_params', 'profile_pipeline', 'quickstart'])
+    'find_unused_params', 'profile_pipeline', 'quickstart', 'replay_step'])
 def test_help_loads_no_heavy_module(tool):
     proc, loaded = _probe(f'tools/{tool}.py', '--help')
     assert proc.returncode == 0, proc.stderr[-2000:]
@@ -62,6 +62,15 @@ def test_missing_config_is_one_line_before_the_stack(tool, tmp_path):
     assert len(errors) == 1 and 'missing.py' in errors[0], proc.stderr
     assert 'Traceback' not in proc.stderr
     assert not set(loaded) & {'mmcv', 'mmdet3d'}, loaded
+
+
+def test_replay_step_names_a_missing_work_dir_before_the_stack(tmp_path):
+    proc, loaded = _probe('tools/replay_step.py', str(tmp_path / 'gone'),
+                          '--iteration', '3')
+    assert proc.returncode == 1, proc.stderr[-2000:]
+    assert proc.stderr.splitlines()[0].startswith(
+        "error: replay_step: '") and 'gone' in proc.stderr, proc.stderr
+    assert loaded == [], loaded
 
 
 def test_package_import_loads_no_heavy_module():

@@ -41,7 +41,8 @@ def add_cfg_options(parser: argparse.ArgumentParser,
 
 
 def add_debug_flag(parser: Any) -> Any:
-    """Add ``--debug`` (read by :func:`.errors.debug_requested`) to a tool's parser.
+    """Add ``--debug`` (read by :func:`.errors.debug_requested`) to a
+    tool's parser.
 
     Args:
         parser (argparse.ArgumentParser): The tool's parser.
@@ -87,8 +88,6 @@ def add_train_flags(parser: argparse.ArgumentParser) -> None:
         'or its presets set')
 
 
-
-
 def check_config_file(args: argparse.Namespace) -> None:
     """Stop on a config path that is no file, before the stack loads.
 
@@ -107,6 +106,18 @@ def check_config_file(args: argparse.Namespace) -> None:
             f'config: file {path!r} does not exist; give the path of a '
             'config file (e.g. configs/centerpoint/<name>.py) or a packaged '
             "config name such as 'mmdet3d::centerpoint/<name>.py'.")
+
+
+def check_work_dir(args: argparse.Namespace) -> None:
+    """Stop on a work dir that is no folder, before the stack loads.
+
+    Raises:
+        FileNotFoundError: If ``args.work_dir`` is not a folder.
+    """
+    if not osp.isdir(args.work_dir):
+        raise FileNotFoundError(
+            f'replay_step: {args.work_dir!r} is not a folder; give the work '
+            'dir of the run (where nonfinite.json and iter_K.pth are)')
 
 
 def _common_args(parser: argparse.ArgumentParser) -> None:
@@ -168,4 +179,26 @@ def test_parser() -> argparse.ArgumentParser:
         help='"fp32": evaluate in float32 whatever the config sets '
         '(val_cfg / test_cfg fp16, AMP optimizer wrappers)')
     _common_args(parser)
+    return parser
+
+
+def replay_parser() -> argparse.ArgumentParser:
+    """Flags of ``tools/replay_step.py``."""
+    parser = argparse.ArgumentParser(
+        description='Replay one training step of a run in one process: the '
+        'batch a rank trained at an iteration, rebuilt from the data '
+        'position of the checkpoint before it, through that checkpoint\'s '
+        'weights; prints the loss terms, the samples and the first module '
+        'whose output is not finite.')
+    parser.add_argument('work_dir', help="the run's work dir")
+    parser.add_argument('--iteration', type=int, required=True, metavar='N',
+                        help='the 1-based iteration (as nonfinite.json and '
+                        'the log count it)')
+    parser.add_argument('--rank', type=int, default=None, metavar='R',
+                        help='the rank whose batch to rebuild (default: '
+                        "the first rank the step's record names, else 0)")
+    parser.add_argument('--config', default=None,
+                        help="the run's config (default: the one config "
+                        'file the run dumped into its work dir)')
+    add_debug_flag(parser)
     return parser

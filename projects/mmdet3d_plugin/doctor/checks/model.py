@@ -16,6 +16,9 @@ from typing import Any, Dict, List, Set
 
 from ...cli.runner import build_runner, isolate_runner
 from ...config.presets import force_float32
+from ...engine.nonfinite.first_module import first_nonfinite_module
+from ...engine.nonfinite.records import (batch_samples, describe, loss_terms,
+                                         nonfinite_terms, sample_tokens)
 from ...engine.unused_params.summary import UnusedParamSummary
 from ...engine.unused_params.advice import (configured_find_unused,
                                             wrapper_config_line)
@@ -153,12 +156,17 @@ def check_train(ctx: DoctorContext) -> CheckResult:
     model.train()
     recorder = ParamUseRecorder(model)
     losses: List[Dict[str, float]] = []
+    nonfinite: List[dict] = []
     start = time.perf_counter()
     try:
-        for _, batch in zip(range(iters), batches):
+        for i, batch in zip(range(iters), batches):
             log_vars = model.train_step(batch, optim_wrapper)
             recorder.next_iteration()
             losses.append({k: _scalar(v) for k, v in log_vars.items()})
+            if nonfinite_terms(loss_terms(log_vars)):
+                nonfinite.append(_nonfinite_record(
+                    model, ctx.artifacts.get('dataset.train'), i + 1, batch,
+                    log_vars, len(nonfinite)))
     finally:
         recorder.remove()
         ctx.artifacts.pop('train_iterator', None)
@@ -175,7 +183,17 @@ def check_train(ctx: DoctorContext) -> CheckResult:
             names=recorder.names,
             shapes=recorder.shapes,
             used=recorder.iterations,
-            losses=losses))
+            losses=losses,
+            nonfinite=nonfinite))
+    if nonfinite:
+        return failed(
+            'model.train', f'{len(nonfinite)} of {len(losses)} iterations '
+            f'had a non-finite loss; the first: {describe(nonfinite[0])}',
+            'check the samples named (their files), as non-finite inputs '
+            'point at the data; a loss that grows at once points at the LR '
+            '(lower it, warm up, clip gradients). In training '
+            'NonFiniteGuardHook skips such steps and records them in '
+            'nonfinite.json in this format')
     first, last = losses[0].get('loss'), losses[-1].get('loss')
     trend = (f', loss {first:.4g} -> {last:.4g}'
              if first is not None and last is not None else '')
@@ -184,6 +202,21 @@ def check_train(ctx: DoctorContext) -> CheckResult:
         'model.train', f'{len(losses)} iterations in {seconds:.1f} s '
         f'({seconds / len(losses):.2f} s/iter, batches from {source})'
         f'{trend}{extra}')
+
+
+def _nonfinite_record(model, dataset, iteration: int, batch, log_vars,
+                      before: int) -> dict:
+    """A non-finite iteration as ``NonFiniteGuardHook`` records it."""
+    terms = loss_terms(log_vars)
+    first, inputs = first_nonfinite_module(model, batch)
+    tokens = sample_tokens(dataset) if dataset is not None else {}
+    return dict(
+        iteration=iteration, epoch=0, grad_norm='not read',
+        action='found by the doctor (training here is not guarded)',
+        ranks=[dict(rank=0, nonfinite_terms=nonfinite_terms(terms),
+                    loss_terms=terms, samples=batch_samples(batch, tokens),
+                    nonfinite_inputs=inputs, first_module=first)],
+        in_a_row=before + 1, skipped=before + 1)
 
 
 def _names(names: List[str], limit: int = 3, depth: int = 3) -> str:

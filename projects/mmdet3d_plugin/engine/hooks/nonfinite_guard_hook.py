@@ -17,7 +17,8 @@ from ...failures.causes import NonFiniteStepsError
 from ..nonfinite.first_module import first_nonfinite_module
 from ..nonfinite.guard import StepGuard
 from ..nonfinite.records import (RECORDS_FILE, append_record, batch_samples,
-                                 describe, loss_terms, nonfinite_terms)
+                                 describe, loss_terms, nonfinite_terms,
+                                 sample_tokens)
 
 _META_KEY = 'nonfinite_guard'
 
@@ -64,6 +65,7 @@ class NonFiniteGuardHook(Hook):
         self.in_a_row = 0
         self.skipped = 0
         self.guard: Optional[StepGuard] = None
+        self._tokens: Optional[dict] = None
 
     def before_train(self, runner) -> None:
         wrapper = runner.optim_wrapper
@@ -115,8 +117,11 @@ class NonFiniteGuardHook(Hook):
             model = model.module if is_model_wrapper(model) else model
             first, bad_inputs = first_nonfinite_module(model, data_batch)
             self.guard.buffers.restore()
+        if self._tokens is None:
+            self._tokens = sample_tokens(runner.train_dataloader.dataset)
         mine = dict(rank=get_rank(), nonfinite_terms=bad_terms,
-                    loss_terms=terms, samples=batch_samples(data_batch),
+                    loss_terms=terms,
+                    samples=batch_samples(data_batch, self._tokens),
                     nonfinite_inputs=bad_inputs, first_module=first)
         ranks = (all_gather_object(mine) if get_world_size() > 1 else
                  [mine])

@@ -5,6 +5,7 @@ import math
 import os.path as osp
 from typing import Any, Dict, List, Optional
 
+from ...datasets.wrappers import walk_datasets
 from ...fileio.atomic import atomic_write
 
 #: The records of a run's skipped steps, in its work dir.
@@ -31,23 +32,45 @@ def nonfinite_terms(terms: Dict[str, Any]) -> Dict[str, str]:
     return {k: v for k, v in terms.items() if isinstance(v, str)}
 
 
-def batch_samples(data_batch: Any) -> List[dict]:
+def sample_tokens(dataset: Any) -> Dict[int, str]:
+    """``{sample_idx: token}`` of the first dataset (outermost first) whose
+    infos carry both (nuScenes'), read once after a bad step; empty when
+    none does."""
+    for each in walk_datasets(dataset):
+        if hasattr(each, 'dataset') or not hasattr(each, 'get_data_info'):
+            continue  # a wrapper: its dataset comes next
+        tokens = {}
+        for i in range(len(each)):
+            info = each.get_data_info(i)
+            if 'sample_idx' not in info or 'token' not in info:
+                return {}
+            tokens[info['sample_idx']] = info['token']
+        return tokens
+    return {}
+
+
+def batch_samples(data_batch: Any,
+                  tokens: Optional[Dict[int, str]] = None) -> List[dict]:
     """What names each sample of a batch: mmdet3d data samples'
-    ``sample_idx``, ``token`` and ``lidar_path``; a dict batch's
-    ``index``."""
+    ``sample_idx``, ``lidar_path`` and ``token`` (from ``tokens``, see
+    :func:`sample_tokens`); a dict batch's ``index``."""
     if not isinstance(data_batch, dict):
         return []
     samples = []
     for sample in data_batch.get('data_samples') or ():
         meta = getattr(sample, 'metainfo', {})
-        samples.append({k: meta[k] for k in _SAMPLE_KEYS if k in meta})
+        named = {k: meta[k] for k in _SAMPLE_KEYS if k in meta}
+        if 'token' not in named and meta.get('sample_idx') in (tokens or {}):
+            named['token'] = tokens[meta['sample_idx']]
+        samples.append(named)
     if not samples and 'index' in data_batch:
         samples = [dict(index=int(i)) for i in data_batch['index']]
     return samples
 
 
 def describe(record: dict) -> str:
-    """One line for the log."""
+    """One line for the log (``record['action']``, default ``'skipped on
+    every rank'``, says what became of the step)."""
     parts = []
     for rank in record['ranks']:
         terms = ', '.join(f'{k}={v}' for k, v in rank['nonfinite_terms']
@@ -60,9 +83,9 @@ def describe(record: dict) -> str:
         inputs = f'non-finite inputs: {inputs}; ' if inputs else ''
         parts.append(f'rank {rank["rank"]}: {terms}; samples [{names}]; '
                      f'{inputs}first non-finite module: {module}')
-    return (f'non-finite step: iteration {record["iteration"]} skipped on '
-            f'every rank (gradient norm {record["grad_norm"]}); '
-            + ' | '.join(parts) + f' ({record["in_a_row"]} in a row, '
+    action = record.get('action', 'skipped on every rank')
+    return (f'non-finite step: iteration {record["iteration"]} {action} '
+            f'(gradient norm {record["grad_norm"]}); ' + ' | '.join(parts) + f' ({record["in_a_row"]} in a row, '
             f'{record["skipped"]} in all)')
 
 

@@ -1,7 +1,6 @@
 """The hook that puts the data position into checkpoints and takes it back
 out, and keeps the main process's random state a function of the
 iteration."""
-import torch
 from mmengine.dist import get_rank, is_main_process
 from mmengine.hooks import Hook
 
@@ -9,11 +8,7 @@ from mmdet3d.registry import HOOKS
 
 from .position import META_KEY
 from .restart import read_progress, restart_attempt, write_progress
-from .sample_key import derived_seed, seed_all
-
-#: Tag mixed into the main process's per-iteration seeds (samples use
-#: ``(seed, epoch, position)``, so the two never share a seed).
-_MAIN_TAG = 1 << 40
+from .sample_key import seed_iteration
 
 
 @HOOKS.register_module()
@@ -73,11 +68,7 @@ class DataPositionHook(Hook):
         sampler = getattr(runner.train_loop, 'sampler', None)
         if sampler is None:
             return
-        seed = derived_seed(sampler.seed % 2**63, _MAIN_TAG, get_rank(),
-                            runner.iter)
-        seed_all(seed)
-        if torch.cuda.is_available() and torch.cuda.is_initialized():
-            torch.cuda.manual_seed(seed)
+        seed_iteration(sampler.seed, get_rank(), runner.iter)
 
     def after_train_iter(self, runner, batch_idx, data_batch=None,
                          outputs=None) -> None:

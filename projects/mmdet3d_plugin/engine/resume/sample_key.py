@@ -59,6 +59,22 @@ def seed_all(seed: int) -> None:
     torch.default_generator.manual_seed(seed)
 
 
+#: Tag mixed into the main process's per-iteration seeds (samples use
+#: ``(seed, epoch, position)``, so the two never share a seed).
+MAIN_TAG = 1 << 40
+
+
+def seed_iteration(seed: int, rank: int, iteration: int) -> int:
+    """Seed the main process for 0-based ``iteration`` of ``rank`` (the
+    model's own draws: dropout, random sampling in heads; also the current
+    CUDA device's generator) and return the seed."""
+    value = derived_seed(seed % 2**63, MAIN_TAG, rank, iteration)
+    seed_all(value)
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        torch.cuda.manual_seed(value)
+    return value
+
+
 def seed_sample(key: SampleKey) -> None:
     """Put the process's random state where sample ``key`` starts."""
     seed_all(derived_seed(key.seed % 2**63, key.epoch, key.position))
