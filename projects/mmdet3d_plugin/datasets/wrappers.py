@@ -1,8 +1,8 @@
 """The dataset(s) inside mmengine / mmdet3d dataset wrappers.
 
 A wrapper holds one dataset as ``.dataset`` (``CBGSDataset``,
-``RepeatDataset``, ``ClassBalancedDataset``) or several as ``.datasets`` (``ConcatDataset``). These
-functions read built datasets; ``config.data_root.unwrap_datasets`` walks
+``RepeatDataset``, ``ClassBalancedDataset``) or several as ``.datasets``
+(``ConcatDataset``). These functions read built datasets; ``config.data_root.unwrap_datasets`` walks
 the same nesting in a config's dataset dicts.
 """
 import itertools

@@ -85,8 +85,8 @@ def describe(record: dict) -> str:
                      f'{inputs}first non-finite module: {module}')
     action = record.get('action', 'skipped on every rank')
     return (f'non-finite step: iteration {record["iteration"]} {action} '
-            f'(gradient norm {record["grad_norm"]}); ' + ' | '.join(parts) + f' ({record["in_a_row"]} in a row, '
-            f'{record["skipped"]} in all)')
+            f'(gradient norm {record["grad_norm"]}); ' + ' | '.join(parts)
+            + f' ({record["in_a_row"]} in a row, {record["skipped"]} in all)')
 
 
 def append_record(work_dir: str, record: dict) -> str:
