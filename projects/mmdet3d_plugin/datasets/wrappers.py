@@ -2,8 +2,9 @@
 
 A wrapper holds one dataset as ``.dataset`` (``CBGSDataset``,
 ``RepeatDataset``, ``ClassBalancedDataset``) or several as ``.datasets``
-(``ConcatDataset``). These functions read built datasets; ``config.data_root.unwrap_datasets`` walks
-the same nesting in a config's dataset dicts.
+(``ConcatDataset``). These functions read built datasets;
+``config.data_root.unwrap_datasets`` walks the same nesting in a config's
+dataset dicts.
 """
 import itertools
 from typing import Any, Iterator, Set
