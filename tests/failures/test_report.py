@@ -84,6 +84,10 @@ DDP_TEXT = ('RuntimeError: Expected to have finished reduction in the prior '
     ("AttributeError: module 'numpy' has no attribute 'long'", 1,
      'upstream_bug'),
     ('', -signal.SIGSEGV, 'native_crash'),
+    ('projects.mmdet3d_plugin.failures.causes.NonFiniteStepsError: '
+     'NonFiniteGuardHook: 3 non-finite steps in a row', 1, 'nonfinite'),
+    ('NonFiniteStateError: AtomicCheckpointHook: iter_5.pth not written', 1,
+     'nonfinite'),
     ('ValueError: config: data_root does not exist', 1, None),
     ('', 1, None),
 ])
