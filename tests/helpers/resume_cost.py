@@ -29,7 +29,10 @@ def cost_config(path: Path, exact: bool = True, load_ms: float = LOAD_MS,
     if stop_after is not None:
         hooks.append(dict(type='StopAfterHook', after_iter=stop_after,
                           exit_process=True))
-    extra = (f"train_dataloader['batch_size'] = 1\n"
+    # Batch 1 at the toy's LR 0.05 with momentum diverges within a few
+    # hundred iterations (the non-finite guard would stop the run).
+    extra = ("optim_wrapper['optimizer']['lr'] = 0.005\n"
+             f"train_dataloader['batch_size'] = 1\n"
              f"train_dataloader['dataset']['load_ms'] = {load_ms}\n"
              "default_hooks['logger']['interval'] = 100\n")
     if not exact:

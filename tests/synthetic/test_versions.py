@@ -30,6 +30,9 @@ from projects.mmdet3d_plugin.synthetic.writer import (MARKER,
                                                       SyntheticNuScenesConfig,
                                                       generate_synthetic_nuscenes)
 
+# Building a version took over 600 s (pytest's timeout) once, beside 3
+# other test workers on 2 cores.
+pytestmark = pytest.mark.timeout(1500)
 REPO = Path(__file__).resolve().parents[2]
 TOOLS = ('tools/create_data.py', 'tools/create_synthetic_nuscenes.py')
 KEYFRAMES = 1

@@ -25,8 +25,10 @@ from tests.helpers.dist_env import start_ranks
 
 REPO = Path(__file__).resolve().parents[3]
 RUNNER = 'tests.helpers.metric_wait_runner'
-TIMEOUT = 8  # env_cfg.dist_cfg.timeout, seconds
-SLEEP = 16  # what the slow metrics sleep before computing, seconds
+# env_cfg.dist_cfg.timeout, seconds: also the most two ranks may drift apart
+# before a collective (8 s was too little on a loaded 2-core machine).
+TIMEOUT = 15
+SLEEP = 30  # what the slow metrics sleep before computing, seconds
 SCENARIOS = [
     dict(name='ours', metric='SlowSafeNuScenesMetric', sleep=SLEEP),
     dict(name='rank0_fails', metric='FailingMetric', sleep=0),

@@ -15,6 +15,8 @@ _SAMPLE_KEYS = ('sample_idx', 'token', 'lidar_path')
 
 
 def _number(value: Any) -> Any:
+    if hasattr(value, 'detach'):  # log_vars keep their autograd graph
+        value = value.detach().float().mean()
     try:
         value = float(value)
     except (TypeError, ValueError):
