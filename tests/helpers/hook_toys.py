@@ -27,6 +27,7 @@ from projects.mmdet3d_plugin.datasets.wrappers import walk_datasets
 # Registers FailAtIterHook and RecordIndicesHook for the configs that
 # import this module.
 from tests.helpers.fault_helpers import RecordIndicesHook  # noqa: F401
+from tests.helpers.fault_helpers import write_config
 
 CLASSES = ('car', 'pedestrian')
 
@@ -155,43 +156,27 @@ def write_hook_config(path: Path, hooks: Sequence[dict], max_epochs: int = 3,
                       size: int = 40, num_workers: int = 2,
                       persistent_workers: bool = False,
                       ckpt_interval: int = 3, extra: str = '') -> Path:
-    """The toy's epoch-based config: ``size`` samples in batches of 4,
-    shuffled, fork workers, SGD with momentum, a checkpoint every
-    ``ckpt_interval`` iterations, ``hooks`` as ``custom_hooks``, the log
-    by epoch (``Epoch(train) [e][i/n]``).
+    """``fault_helpers``' epoch-based toy config (``size`` samples in
+    batches of 4, shuffled, fork workers, SGD with momentum, a checkpoint
+    every ``ckpt_interval`` iterations) with this module's model and data,
+    a constant LR, ``hooks`` as ``custom_hooks`` and the log by epoch
+    (``Epoch(train) [e][i/n]``).
 
     Returns:
         Path: ``path``.
     """
-    path.write_text(textwrap.dedent(f"""\
-        custom_imports = dict(
-            imports=['projects.mmdet3d_plugin', 'tests.helpers.hook_toys',
-                     'mmdet.engine.hooks', 'mmdet3d.engine.hooks'],
-            allow_failed_imports=False)
-        default_scope = 'mmdet3d'
-        model = dict(type='HookToyModel')
-        train_dataloader = dict(
-            batch_size=4,
-            num_workers={num_workers},
-            persistent_workers={persistent_workers},
-            sampler=dict(type='DefaultSampler', shuffle=True),
-            dataset=dict(type='HookToyDataset', size={size}))
-        train_cfg = dict(type='EpochBasedTrainLoop', max_epochs={max_epochs},
-                         val_interval=1000)
-        optim_wrapper = dict(
-            type='OptimWrapper',
-            optimizer=dict(type='SGD', lr=0.05, momentum=0.9))
-        default_hooks = dict(
-            checkpoint=dict(type='CheckpointHook', interval={ckpt_interval},
-                            by_epoch=False),
-            logger=dict(type='LoggerHook', interval=1))
-        custom_hooks = {list(hooks)!r}
-        log_processor = dict(by_epoch=True, window_size=1)
-        randomness = dict(seed=0, deterministic=True)
-        env_cfg = dict(
-            cudnn_benchmark=False,
-            mp_cfg=dict(mp_start_method='fork'),
-            dist_cfg=dict(backend='gloo'))
-        log_level = 'INFO'
-        """) + extra)
-    return path
+    return write_config(
+        path, max_epochs=max_epochs, size=size, num_workers=num_workers,
+        ckpt_interval=ckpt_interval, custom_hooks=list(hooks),
+        extra=textwrap.dedent(f"""\
+            custom_imports = dict(
+                imports=['projects.mmdet3d_plugin', 'tests.helpers.hook_toys',
+                         'mmdet.engine.hooks', 'mmdet3d.engine.hooks'],
+                allow_failed_imports=False)
+            model = dict(type='HookToyModel')
+            train_dataloader['persistent_workers'] = {persistent_workers}
+            train_dataloader['dataset'] = dict(type='HookToyDataset',
+                                               size={size})
+            param_scheduler = None
+            log_processor = dict(by_epoch=True, window_size=1)
+            """) + extra)

@@ -19,13 +19,18 @@ def tool_env(**extra) -> dict:
     return env
 
 
+def start_tool(tool: str, *args) -> subprocess.Popen:
+    """``python tools/<tool>.py ARGS...`` in the repository, started
+    (output merged, as text)."""
+    return subprocess.Popen(
+        [sys.executable, str(REPO / 'tools' / f'{tool}.py'),
+         *map(str, args)], cwd=REPO, env=tool_env(),
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
 def start_train(config: Path, work: Path, *flags) -> subprocess.Popen:
     """``tools/train.py CONFIG --work-dir WORK FLAGS...``, started."""
-    return subprocess.Popen(
-        [sys.executable, str(REPO / 'tools' / 'train.py'), str(config),
-         '--work-dir', str(work), *map(str, flags)], cwd=REPO,
-        env=tool_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-        text=True)
+    return start_tool('train', config, '--work-dir', work, *flags)
 
 
 def start_dist_train(config: Path, work: Path, restarts: int = 0,
@@ -41,8 +46,11 @@ def start_dist_train(config: Path, work: Path, restarts: int = 0,
 
 def replay_step(work: Path, iteration: int, *flags) -> subprocess.Popen:
     """``tools/replay_step.py WORK --iteration N FLAGS...``, started."""
-    return subprocess.Popen(
-        [sys.executable, str(REPO / 'tools' / 'replay_step.py'), str(work),
-         '--iteration', str(iteration), *map(str, flags)], cwd=REPO,
-        env=tool_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-        text=True)
+    return start_tool('replay_step', work, '--iteration', iteration, *flags)
+
+
+def finish(procs: dict, timeout: float = 900) -> dict:
+    """``{name: (output, returncode)}`` of started processes, each waited
+    for up to ``timeout`` seconds."""
+    return {name: (p.communicate(timeout=timeout)[0], p.returncode)
+            for name, p in procs.items()}

@@ -28,7 +28,7 @@ import torch
 from projects.mmdet3d_plugin.constants import PREEMPTED_EXIT_CODE
 from tests.helpers.fault_helpers import write_config
 from tests.helpers.run_logs import losses
-from tests.helpers.train_tool import start_dist_train, start_train
+from tests.helpers.train_tool import finish, start_dist_train, start_train
 
 REPO = Path(__file__).resolve().parents[2]
 EPOCHS, SIZE, INTERVAL = 3, 40, 3
@@ -57,11 +57,6 @@ def _timed_config(path: Path) -> Path:
         extra="custom_imports['imports'].append('tests.helpers.slurm_toy')\n")
 
 
-def _finish(procs: dict) -> dict:
-    return {name: (p.communicate(timeout=900)[0], p.returncode)
-            for name, p in procs.items()}
-
-
 def weights(path: Path) -> dict:
     return torch.load(path, map_location='cpu',
                       weights_only=False)['state_dict']
@@ -74,7 +69,7 @@ def runs(tmp_path_factory):
     kill = dict(type='FailAtIterHook', when='after', action='SIGKILL')
     ref = _config(tmp / 'ref.py')
     ref_idx = _config(tmp / 'ref_idx.py', with_index=True)
-    first = _finish({
+    first = finish({
         'ref1': start_train(ref, tmp / 'ref1'),
         'kill1': start_train(
             _config(tmp / 'k1.py', [dict(kill, at_iter=14)]),
@@ -95,7 +90,7 @@ def runs(tmp_path_factory):
                               tmp / 'timed1', '--checkpoint-minutes',
                               TIMED_MINUTES),
     })
-    second = _finish({
+    second = finish({
         'resume1': start_train(ref, tmp / 'kill1', '--resume'),
         'term2_resume': start_dist_train(ref, tmp / 'term2', 0, '--resume'),
         'world1': start_train(ref_idx, tmp / 'world2', '--resume'),

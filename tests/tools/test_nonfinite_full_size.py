@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 import torch
 
-from tests.helpers.train_tool import replay_step, start_train
+from tests.helpers.train_tool import finish, replay_step, start_train
 
 REPO = Path(__file__).resolve().parents[2]
 PILLAR02 = (REPO / 'configs' / 'centerpoint' /
@@ -78,13 +78,11 @@ def runs(nus_synthetic, tmp_path_factory):
         'killed': start_train(_config(tmp / 'killed.py', kill),
                               tmp / 'resumed', *flags),
     }
-    done = {k: (p.communicate(timeout=1200)[0], p.returncode)
-            for k, p in procs.items()}
-    proc = start_train(_config(tmp / 'full.py'), tmp / 'resumed', *flags,
-                       '--resume')
-    done['resumed'] = (proc.communicate(timeout=1200)[0], proc.returncode)
-    proc = replay_step(tmp / 'full', 2)
-    done['replay'] = (proc.communicate(timeout=1200)[0], proc.returncode)
+    done = finish(procs, timeout=1200)
+    done.update(finish({
+        'resumed': start_train(_config(tmp / 'full.py'), tmp / 'resumed',
+                               *flags, '--resume'),
+        'replay': replay_step(tmp / 'full', 2)}, timeout=1200))
     return tmp, token, done
 
 

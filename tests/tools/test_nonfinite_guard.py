@@ -22,19 +22,14 @@ import torch
 
 from projects.mmdet3d_plugin.constants import FAILURE_REPORT_NAME
 from tests.helpers.fault_helpers import write_config
-from tests.helpers.train_tool import (replay_step, start_dist_train,
-                                      start_train)
+from tests.helpers.train_tool import (finish, replay_step,
+                                      start_dist_train, start_train)
 
 TOYS = "custom_imports['imports'].append('tests.helpers.nonfinite_toys')\n"
 NAN = ("model = dict(type='BNToyModel')\n"
        "train_dataloader['dataset'] = dict(type='NaNToyDataset', size=40, "
        'nan_index=7)\n')
 DIVERGE = "optim_wrapper['optimizer']['lr'] = 1e4\n"
-
-
-def _finish(procs: dict) -> dict:
-    return {name: (p.communicate(timeout=900)[0], p.returncode)
-            for name, p in procs.items()}
 
 
 @pytest.fixture(scope='module')
@@ -51,7 +46,7 @@ def runs(tmp_path_factory):
         tmp / 'poisoned.py', max_iters=20, ckpt_interval=1, num_workers=0,
         custom_hooks=[dict(type='PoisonWeightsHook', at_iter=5)],
         extra=TOYS)
-    return tmp, _finish({
+    return tmp, finish({
         'nan': start_dist_train(nan, tmp / 'nan'),
         'diverge': start_dist_train(diverge, tmp / 'diverge'),
         'poisoned': start_train(poisoned, tmp / 'poisoned'),

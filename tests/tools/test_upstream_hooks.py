@@ -14,13 +14,13 @@ uninterrupted one did. ``PipelineSwitchHook(switch_epoch=1)`` switches
 with 0 and 2 workers, persistent or not.
 """
 import json
-from pathlib import Path
 
 import pytest
 import torch
 
 from tests.helpers.hook_toys import CLASSES, write_hook_config
-from tests.helpers.train_tool import start_train
+from tests.helpers.run_logs import records
+from tests.helpers.train_tool import finish, start_train
 
 EPOCH_ITERS = 10
 HOOKS = [
@@ -44,25 +44,6 @@ WORKERS = {'0-workers': (0, False), '2-workers': (2, False),
            '2-persistent': (2, True)}
 
 
-def records(work: Path) -> dict:
-    """``{iter: scalars.json record}`` over every run of ``work``, later
-    runs last."""
-    found = {}
-    for run in sorted(p for p in work.iterdir()
-                      if (p / 'vis_data' / 'scalars.json').is_file()):
-        for line in (run / 'vis_data' / 'scalars.json').read_text(
-                ).splitlines():
-            rec = json.loads(line)
-            if 'loss' in rec:
-                found[rec['iter']] = rec
-    return found
-
-
-def _finish(procs: dict) -> dict:
-    return {name: (p.communicate(timeout=900)[0], p.returncode)
-            for name, p in procs.items()}
-
-
 @pytest.fixture(scope='module')
 def runs(tmp_path_factory):
     tmp = tmp_path_factory.mktemp('upstream_hooks')
@@ -78,9 +59,9 @@ def runs(tmp_path_factory):
             tmp / f'{name}.py', SWITCH, max_epochs=2, size=20,
             num_workers=workers, persistent_workers=persistent,
             extra=SWITCH_DATA), tmp / name)
-    done = _finish(procs)
-    done.update(_finish({'resumed': start_train(hooks, tmp / 'resumed',
-                                                '--resume')}))
+    done = finish(procs)
+    done.update(finish(
+        {'resumed': start_train(hooks, tmp / 'resumed', '--resume')}))
     return tmp, done
 
 

@@ -2,7 +2,7 @@
 ``tools/train.py`` applies it to every run)."""
 from mmengine.config import Config
 
-_GUARD_HOOKS = ('NonFiniteGuardHook', 'mmdet3d.NonFiniteGuardHook')
+from ...config.custom_hooks import add_custom_hook
 
 
 def use_nonfinite_guard(cfg: Config) -> Config:
@@ -17,9 +17,4 @@ def use_nonfinite_guard(cfg: Config) -> Config:
     """
     if cfg.get('nonfinite_guard', True) is False:
         return cfg
-    hooks = list(cfg.get('custom_hooks') or [])
-    if not any(isinstance(h, dict) and h.get('type') in _GUARD_HOOKS
-               for h in hooks):
-        hooks.append(dict(type='mmdet3d.NonFiniteGuardHook'))
-        cfg.custom_hooks = hooks
-    return cfg
+    return add_custom_hook(cfg, dict(type='mmdet3d.NonFiniteGuardHook'))

@@ -4,6 +4,7 @@ from typing import Optional
 
 from mmengine.config import Config
 
+from ...config.custom_hooks import add_custom_hook
 from ...constants import GT_DRAWS
 
 #: mmengine's train loops and the plugin's loops that resume exactly.
@@ -13,7 +14,6 @@ RESUMABLE_LOOPS = {
     'IterBasedTrainLoop': 'mmdet3d.ResumableIterBasedTrainLoop',
     'mmengine.IterBasedTrainLoop': 'mmdet3d.ResumableIterBasedTrainLoop',
 }
-_PREEMPTION_HOOKS = ('PreemptionHook', 'mmdet3d.PreemptionHook')
 
 
 def use_exact_resume(cfg: Config) -> Config:
@@ -52,12 +52,7 @@ def use_exact_resume(cfg: Config) -> Config:
             train_cfg['type'] = RESUMABLE_LOOPS[kind]
             if 'gt_database_draws' in cfg:
                 train_cfg['gt_draws'] = _gt_draws(cfg['gt_database_draws'])
-    hooks = list(cfg.get('custom_hooks') or [])
-    if not any(isinstance(h, dict) and h.get('type') in _PREEMPTION_HOOKS
-               for h in hooks):
-        hooks.append(dict(type='mmdet3d.PreemptionHook'))
-        cfg.custom_hooks = hooks
-    return cfg
+    return add_custom_hook(cfg, dict(type='mmdet3d.PreemptionHook'))
 
 
 def _gt_draws(value) -> str:
