@@ -21,7 +21,9 @@ demo: $(STAMP)
 # with a module-scoped launch stay on one worker (tests/conftest.py).
 PYTEST_WORKERS ?= 4
 
+# Slurm's packages for the Slurm tests, when missing (tools/install_test_deps.sh).
 test: $(STAMP)
+	bash tools/install_test_deps.sh
 	$(VENV)/bin/lint-imports .importlinter
 	$(PY) -m pytest -n $(PYTEST_WORKERS) --dist loadscope tests
 

@@ -35,6 +35,12 @@ _PROGRAMS = ('slurmctld', 'slurmd', 'sinfo', 'sbatch', 'srun', 'scontrol',
 #: ``cred_expire``, default 120).
 CRED_EXPIRE = 5
 PARTITION = 'debug'
+#: Seconds between Slurm's SIGTERM and its SIGKILL to a job's processes
+#: (``KillWait``, default 30). A preempted toy rank finishes its iteration,
+#: saves and exits in ~3 s on a quiet machine; on a loaded 2-core CI machine
+#: (4 test workers) the batch shell was once SIGKILLed before it could say
+#: "preempted", so the tests give it 120 s.
+KILL_WAIT = 120
 _PR_SET_PDEATHSIG = 1
 
 
@@ -111,7 +117,7 @@ class SlurmCluster:
             SchedulerParameters=sched_interval=1
             JobRequeue=1
             ReturnToService=2
-            KillWait=30
+            KillWait={KILL_WAIT}
             StateSaveLocation={root}/state
             SlurmdSpoolDir={root}/spool/%n
             SlurmctldPidFile={root}/slurmctld.pid

@@ -207,7 +207,7 @@ def test_preempted_job_requeues_and_resumes(slurm, reference, tmp_path,
     log = (tmp_path / 'job.out').read_text()
     assert info['Restarts'] == '1' and info['ExitCode'] == '0:0', log[-6000:]
     assert info['Requeue'] == '1'
-    assert 'slurm_train.sh: preempted' in log
+    assert 'slurm_train.sh: preempted' in log, log[-12000:]
     runs = [p for p in work.iterdir() if p.is_dir() and p.name[:8].isdigit()]
     assert len(runs) == 2, log[-6000:]
     # Resumed where it stopped (nothing twice, nothing missing), and on the
