@@ -37,9 +37,12 @@ def test_layers_contract_is_kept():
     ('synthetic/writer.py', 'from ..datasets import info_checks',
      'projects.mmdet3d_plugin.synthetic is not allowed to import\n'
      'projects.mmdet3d_plugin.datasets'),
-    ('datasets/builder.py', 'from ..failures import causes',
-     'projects.mmdet3d_plugin.datasets is not allowed to import\n'
+    ('config/loading.py', 'from ..failures import causes',
+     'projects.mmdet3d_plugin.config is not allowed to import\n'
      'projects.mmdet3d_plugin.failures'),
+    ('failures/report.py', 'from ..datasets import wrappers',
+     'projects.mmdet3d_plugin.failures is not allowed to import\n'
+     'projects.mmdet3d_plugin.datasets'),
     ('failures/report.py', 'from ..engine import runner',
      'projects.mmdet3d_plugin.failures is not allowed to import\n'
      'projects.mmdet3d_plugin.engine'),
@@ -50,7 +53,7 @@ def test_layers_contract_is_kept():
      'projects.mmdet3d_plugin.lazy_registration is not allowed to import\n'
      'projects.mmdet3d_plugin.registration'),
 ], ids=['config->engine', 'compat->datasets', 'synthetic->datasets',
-        'datasets->failures', 'failures->engine', 'cli->demo',
+        'config->failures', 'failures->datasets', 'failures->engine', 'cli->demo',
         'lazy_registration->registration'])
 def test_planted_upward_import_breaks_the_contract(tmp_path, where, planted,
                                                    message):

@@ -13,9 +13,11 @@ import pickle
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 import torch
+from mmengine.config import Config
 from mmengine.dataset import BaseDataset
 from mmengine.logging import MMLogger
 from mmengine.model import BaseModel
@@ -25,7 +27,9 @@ import projects.mmdet3d_plugin  # noqa: F401  registers the plugin
 from tests.helpers.gpu import requires_no_cuda
 from mmdet3d.registry import DATASETS, MODELS, TRANSFORMS
 from projects.mmdet3d_plugin.compat.inventory import OFF_VARIABLE
+from projects.mmdet3d_plugin.compat.python_fork import fork_deadlock
 from projects.mmdet3d_plugin.constants import CPU_BF16_ENV
+from projects.mmdet3d_plugin.doctor.checks import env as env_checks
 from projects.mmdet3d_plugin.doctor.preflight import main, run_doctor
 from projects.mmdet3d_plugin.doctor.context import (DoctorContext,
                                                     DoctorOptions, passed)
@@ -176,6 +180,11 @@ def test_clean_toy_config_passes(clean_toy_report):
                   'optim.loss', 'dist.backend', 'dist.world_size',
                   'dist.timeouts'):
         assert report.get(check).status == 'pass', report.format()
+    # Spawn workers: CPython gh-112275 does not reach them.
+    fork = report.get('env.fork_deadlock')
+    assert fork.status == 'pass'
+    assert ('not reached here' in fork.detail) == (fork_deadlock() is not
+                                                    None)
     versions = [r for r in report.results if r.check.startswith('env.ver')]
     assert {r.check for r in versions} >= {
         'env.version.mmcv', 'env.version.mmengine', 'env.version.mmdet3d'}
@@ -583,3 +592,20 @@ def test_shipped_full_config_first_batch(off, nus_synthetic, tmp_path):
     assert "module 'numpy' has no attribute 'long'" in first_batch['detail']
     assert 'mmdet3d #2821' in first_batch['detail']
     assert 'dbsampler_np_long' in first_batch['fix']
+
+
+@pytest.mark.parametrize('version,method,workers,status', [
+    ((3, 11, 7), 'fork', 2, 'warn'),
+    ((3, 11, 7), 'forkserver', 2, 'pass'),
+    ((3, 11, 7), 'fork', 0, 'pass'),
+    ((3, 11, 10), 'fork', 2, 'pass'),
+    ((3, 12, 3), 'fork', 2, 'pass'),
+])
+def test_fork_deadlock_check(version, method, workers, status):
+    ctx = SimpleNamespace(cfg=Config(dict(
+        train_dataloader=dict(num_workers=workers),
+        env_cfg=dict(mp_cfg=dict(mp_start_method=method)))))
+    result = env_checks.check_fork_deadlock(ctx, version)
+    assert result.status == status, result
+    if status == 'warn':
+        assert 'gh-112275' in result.detail and 'forkserver' in result.fix

@@ -88,6 +88,13 @@ DDP_TEXT = ('RuntimeError: Expected to have finished reduction in the prior '
      'NonFiniteGuardHook: 3 non-finite steps in a row', 1, 'nonfinite'),
     ('NonFiniteStateError: AtomicCheckpointHook: iter_5.pth not written', 1,
      'nonfinite'),
+    ('projects.mmdet3d_plugin.datasets.bad_samples.errors.BadSamplesError: '
+     'BadSampleHook: 11 broken files met, more than max_bad_samples=10', 1,
+     'data'),
+    ('BadSampleError: Caught BadSampleError in DataLoader worker process 0.'
+     '\nbad sample: samples/LIDAR_TOP/a.pcd.bin (token 76de, sample_idx 5): '
+     'ValueError: cannot reshape array of size 6834 into shape (5)', 1,
+     'data'),
     ('ValueError: config: data_root does not exist', 1, None),
     ('', 1, None),
 ])

@@ -33,7 +33,10 @@ def _config(path: Path, hooks: str = '') -> Path:
             imports=['projects.mmdet3d_plugin',
                      'tests.helpers.nonfinite_toys'],
             allow_failed_imports=False)
-        custom_hooks = [dict(type='RecordSamplesHook'){hooks}]
+        # BadSampleHook would replace frame 5 (its points are not finite):
+        # here it reaches the model.
+        custom_hooks = [dict(type='RecordSamplesHook'),
+                        dict(type='BadSampleHook', check_points=False){hooks}]
         train_dataloader = dict(batch_size=1, num_workers=1,
                                 dataset=dict(dataset=dict(indices=6)))
         train_cfg = dict(_delete_=True, type='IterBasedTrainLoop',

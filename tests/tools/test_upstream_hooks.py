@@ -10,7 +10,10 @@ mmdet3d's ``DisableObjectSampleHook(disable_after_epoch=1)`` and
 mmengine's default hooks (``RuntimeInfoHook``, ``LoggerHook``,
 ``DistSamplerSeedHook``). The same run killed in its third epoch (after
 iteration 25, checkpoint 24) and resumed trains every iteration as the
-uninterrupted one did. ``PipelineSwitchHook(switch_epoch=1)`` switches
+uninterrupted one did, as does the same run killed in its second epoch
+(after iteration 16, checkpoint 15), the one in which
+``DisableObjectSampleHook`` acted. ``PipelineSwitchHook(switch_epoch=1)``
+switches
 with 0 and 2 workers, persistent or not.
 """
 import json
@@ -34,6 +37,10 @@ HOOKS = [
     dict(type='RecordIndicesHook'),
 ]
 KILL = dict(type='FailAtIterHook', at_iter=25, when='after', action='SIGKILL')
+#: Killed in epoch 2, the epoch DisableObjectSampleHook(1) turned
+#: ObjectSample off at (after iteration 16, checkpoint 15).
+KILL_EPOCH2 = dict(type='FailAtIterHook', at_iter=16, when='after',
+                   action='SIGKILL')
 #: PipelineSwitchHook at epoch 1 of 2, from a pipeline tagging 0 to one
 #: tagging 1.
 SWITCH = [dict(type='mmdet.PipelineSwitchHook', switch_epoch=1,
@@ -53,6 +60,9 @@ def runs(tmp_path_factory):
         'killed': start_train(
             write_hook_config(tmp / 'killed.py', HOOKS + [KILL]),
             tmp / 'resumed'),
+        'killed2': start_train(
+            write_hook_config(tmp / 'killed2.py', HOOKS + [KILL_EPOCH2]),
+            tmp / 'resumed2'),
     }
     for name, (workers, persistent) in WORKERS.items():
         procs[name] = start_train(write_hook_config(
@@ -61,7 +71,8 @@ def runs(tmp_path_factory):
             extra=SWITCH_DATA), tmp / name)
     done = finish(procs)
     done.update(finish(
-        {'resumed': start_train(hooks, tmp / 'resumed', '--resume')}))
+        {'resumed': start_train(hooks, tmp / 'resumed', '--resume'),
+         'resumed2': start_train(hooks, tmp / 'resumed2', '--resume')}))
     return tmp, done
 
 
@@ -121,6 +132,18 @@ def test_resumed_after_the_hooks_acted_every_iteration_is_the_same(runs):
             'DisableObjectSampleHook for epochs 1-2') in out
     assert 'dataset metainfo from the resumed checkpoint' not in out
     ref, resumed = records(runs[0] / 'hooks'), records(runs[0] / 'resumed')
+    assert sorted(resumed) == sorted(ref)
+    for i in sorted(ref):
+        assert [resumed[i][k] for k in ('loss', 'tag', 'l1')] == [
+            ref[i][k] for k in ('loss', 'tag', 'l1')], f'iteration {i}'
+
+
+def test_resumed_in_the_epoch_the_hook_acted_every_iteration_is_the_same(
+        runs):
+    out = _ok(runs, 'resumed2')
+    assert runs[1]['killed2'][1] != 0
+    assert 'resumed epoch: 1, iter: 15' in out, out[-4000:]
+    ref, resumed = records(runs[0] / 'hooks'), records(runs[0] / 'resumed2')
     assert sorted(resumed) == sorted(ref)
     for i in sorted(ref):
         assert [resumed[i][k] for k in ('loss', 'tag', 'l1')] == [

@@ -40,6 +40,7 @@ from mmengine.runner import find_latest_checkpoint
 
 from ..config.checkpoint_hook import use_atomic_checkpoints
 from ..config.data_root import redirect_data_root
+from ..datasets.bad_samples.run_config import use_bad_sample_hook
 from ..engine.nonfinite.run_config import use_nonfinite_guard
 from ..engine.resume.run_config import set_checkpoint_minutes, use_exact_resume
 from ..config.loading import merge_cfg_options, read_config, settings_source
@@ -130,6 +131,7 @@ def _set_run_settings(cfg: Config, run: str, config: str, launcher: str,
     set_checkpoint_minutes(cfg, checkpoint_minutes)
     use_exact_resume(cfg)
     use_nonfinite_guard(cfg)
+    use_bad_sample_hook(cfg)
     if sync_bn != 'none':
         cfg.sync_bn = sync_bn
     if auto_scale_lr:

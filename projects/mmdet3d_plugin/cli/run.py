@@ -14,6 +14,8 @@ from mmengine.config import Config
 from mmengine.logging import print_log
 from mmengine.runner import Runner
 
+from ..compat.python_fork import FIX as FORK_FIX
+from ..compat.python_fork import fork_deadlock
 from ..engine.checkpoint_fit import check_checkpoint_fits
 from ..failures.rank_info import note_rank_context
 from .prepare import prepare_run
@@ -56,10 +58,23 @@ def _runner(cfg: Config) -> Runner:
     return runner
 
 
+def warn_fork_deadlock(cfg: Config) -> None:
+    """One warning when this interpreter has CPython gh-112275 and the
+    run forks DataLoader workers (``compat/python_fork.py``)."""
+    problem = fork_deadlock()
+    mp_cfg = (cfg.get('env_cfg') or {}).get('mp_cfg') or {}
+    workers = (cfg.get('train_dataloader') or {}).get('num_workers', 0)
+    if problem and workers and mp_cfg.get('mp_start_method',
+                                          'fork') == 'fork':
+        print_log(f'{problem}. Fix: {FORK_FIX}', logger='current',
+                  level=logging.WARNING)
+
+
 def train(args: argparse.Namespace) -> Runner:
     """Train as mmdet3d's ``tools/train.py`` does, with the plugin's extras."""
     _set_local_rank(args)
     runner = _runner(prepare_train(args))
+    warn_fork_deadlock(runner.cfg)
     runner.train()
     return runner
 

@@ -5,10 +5,10 @@ hook arguments) as ``FileNotFoundError``, ``ValueError`` or ``TypeError``
 (and a precision this machine cannot run as ``AmpUnsupportedError``)
 whose message starts with a context prefix and ends with the fix. The tools
 (``tools/*.py``) run through :func:`run_tool`, which prints such errors as
-``error: <message>`` on stderr and exits with status 1. Everything else
-(``RuntimeError``, a bug) keeps its traceback; a DataLoader worker killed
-by a signal gets a last line naming the worker and the signal
-(:func:`worker_death_message`). ``--debug`` (:func:`.parsers.add_debug_flag`) or
+``error: <message>`` on stderr and exits with status 1 (or the tool's
+own). Everything else (``RuntimeError``, a bug) keeps its traceback; a
+DataLoader worker killed by a signal gets a last line naming the worker
+and the signal (:func:`worker_death_message`). ``--debug`` (:func:`.parsers.add_debug_flag`) or
 ``MMDET3D_PLUGIN_DEBUG=1`` shows the traceback of user errors too.
 """
 import os
@@ -21,11 +21,13 @@ from typing import Any, Callable, Optional
 from ..constants import CUSTOM_IMPORTS
 from ..failures.causes import known_error, signal_hint
 from .parsers import DEBUG_ENV
-from ..failures.causes import AmpUnsupportedError
+from ..failures.causes import (AmpUnsupportedError, BadSampleError,
+                               BadSamplesError)
 
 
 USER_ERROR_TYPES = (FileNotFoundError, FileExistsError, ValueError,
-                    TypeError, ImportError, AmpUnsupportedError)
+                    TypeError, ImportError, AmpUnsupportedError,
+                    BadSampleError, BadSamplesError)
 
 _REGISTRY_RE = re.compile(
     r'^(?P<type>\S+) is not in the (?P<registry>\S+) registry\.')
@@ -168,19 +170,22 @@ def debug_requested(args: Any = None) -> bool:
     return os.environ.get(DEBUG_ENV, '').lower() not in ('', '0', 'false')
 
 
-def run_tool(fn: Callable[[Any], Any], args: Any) -> Any:
-    """Call ``fn(args)``; print user errors as one line and exit 1.
+def run_tool(fn: Callable[[Any], Any], args: Any, status: int = 1) -> Any:
+    """Call ``fn(args)``; print user errors as one line and exit ``status``.
 
     Args:
         fn (callable): The tool's work, e.g. ``cli.train``.
         args (argparse.Namespace): Parsed arguments (``args.debug`` turns
             the one-line errors off).
+        status (int): Exit status after a user error. Defaults to 1 (2 for
+            ``tools/check_data.py``, whose 1 means a broken file).
 
     Returns:
         Whatever ``fn`` returns.
 
     Raises:
-        SystemExit: With status 1 after printing a user error.
+        SystemExit: With ``status`` after printing a user error (1 after a
+            dead DataLoader worker).
     """
     try:
         return fn(args)
@@ -200,4 +205,4 @@ def run_tool(fn: Callable[[Any], Any], args: Any) -> Any:
         print(f'{where}error: {message}', file=sys.stderr, flush=True)
         print(f'{where}(--debug or {DEBUG_ENV}=1 shows the traceback)',
               file=sys.stderr, flush=True)
-        raise SystemExit(1) from None
+        raise SystemExit(status) from None

@@ -10,7 +10,9 @@ it starts), the checks that otherwise fail hours into a distributed job:
 - config: it loads (presets, 0.x keys, plugin), every ``type=`` resolves in
   its registry, data paths exist, info files are mmdet3d 1.x, each nuScenes
   evaluator finds the tables of its version, dataloader settings are valid;
-- data: the train and val datasets build and pickle for the start method
+- data: a sample of the files the pipelines open is whole (key frames,
+  sweeps, GT-database objects, images: ``tools/check_data.py``'s check,
+  read), the train and val datasets build and pickle for the start method
   (offending attribute paths named), a real DataLoader delivers its first
   batch, and free ``/dev/shm`` and host RAM hold what the node's workers
   need, from that batch's bytes and the workers' measured memory, and
@@ -52,8 +54,8 @@ from typing import Any, Dict, List, Optional, Sequence
 
 from ..cli.parsers import train_parser
 from .checks import config as cfg_
-from .checks import (data, dist, env, memory, model, optim, registry_types,
-                     throughput)
+from .checks import (data, dist, env, files, memory, model, optim,
+                     registry_types, throughput)
 from .context import (CheckResult, DoctorContext, DoctorOptions, FAIL, PASS,
                       WARN)
 from .parser import LAUNCHERS, doctor_parser
@@ -157,6 +159,7 @@ def _checks() -> List:
         ('env.spconv', env.check_spconv, cfg, ()),
         ('env.mp_start_method', env.check_start_method, cfg,
          ('start_method', )),
+        ('env.fork_deadlock', env.check_fork_deadlock, cfg, ()),
         ('config.plugin', cfg_.check_plugin, cfg, ()),
         ('config.types', registry_types.check_types, cfg, ()),
         ('config.data_paths', cfg_.check_data_paths, cfg, ('info_files', )),
@@ -168,6 +171,7 @@ def _checks() -> List:
         ('dist.timeouts', dist.check_timeouts, cfg, ()),
         ('optim.amp', optim.check_amp, cfg, ('amp_ok', )),
         ('optim.lr', optim.check_lr, cfg, ()),
+        ('data.files', files.check_data_files, cfg, ()),
         ('data.dataset.train', partial(data.build_dataset, split='train'),
          cfg, ('dataset.train', )),
         ('data.dataset.val', partial(data.build_dataset, split='val'), cfg,

@@ -36,6 +36,18 @@ class NonFiniteStateError(RuntimeError):
     is not written (raised on every rank by ``AtomicCheckpointHook``)."""
 
 
+class BadSampleError(RuntimeError):
+    """A sample could not be loaded: the message names the file, the sample
+    and the error (raised where samples are not replaced, and when no
+    replacement loads either; ``datasets/bad_samples``)."""
+
+
+class BadSamplesError(RuntimeError):
+    """More broken samples than the run tolerates, or a data root that is
+    mostly missing (``BadSampleHook``; the records are in
+    ``bad_samples.json``)."""
+
+
 class Cause(NamedTuple):
     """A likely cause of a failed rank, how to recognise it, and the fix.
 
@@ -276,6 +288,20 @@ NONFINITE = Cause(
     'records are understood',
     patterns=_any(r'NonFinite(Steps|State)Error'))
 
+DATA = Cause(
+    key='data',
+    title='broken data files',
+    explanation='samples could not be loaded: files missing, truncated or '
+    'unreadable, named in the error with their sample; more than '
+    "BadSampleHook's max_bad_samples of them (each in bad_samples.json in "
+    'the work dir), a data root that is mostly missing, or a run whose '
+    'samples are not replaced',
+    fix='find every broken file with tools/check_data.py CONFIG (--read '
+    'also reads them), repair or restore them (or the mount), then '
+    '--resume; raise max_bad_samples of BadSampleHook only for files you '
+    'know are lost',
+    patterns=_any(r'BadSamples?Error'))
+
 EXCEPTION = Cause(
     key='exception',
     title='an error in the code, config or data',
@@ -293,7 +319,7 @@ UNKNOWN = Cause(
 
 #: Causes in the order they are tried: the first that matches wins.
 CAUSES: Tuple[Cause, ...] = (
-    HANG, DDP_UNUSED, NONFINITE, SHM_FULL, HOST_OOM, CUDA_OOM,
+    HANG, DDP_UNUSED, NONFINITE, DATA, SHM_FULL, HOST_OOM, CUDA_OOM,
     NCCL_ERROR) + tuple(
         Cause(key='upstream_bug', title='known upstream bug',
               explanation=known.cause, fix=known.fix,

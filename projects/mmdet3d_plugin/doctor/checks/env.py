@@ -6,8 +6,10 @@ import os.path as osp
 import platform
 import sys
 from importlib import metadata
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Tuple
 
+from ...compat.python_fork import FIX as FORK_FIX
+from ...compat.python_fork import fork_deadlock
 from ...constants import REPO_ROOT
 from ..context import CheckResult, DoctorContext, failed, passed, warned
 
@@ -266,3 +268,22 @@ def check_start_method(ctx: DoctorContext) -> CheckResult:
     return passed(
         'env.mp_start_method', f"DataLoader workers ({workers} per process) "
         f"start with {method!r} (env_cfg.mp_cfg.mp_start_method): {how}")
+
+
+def check_fork_deadlock(ctx: DoctorContext,
+                        version: Tuple[int, ...] = tuple(
+                            sys.version_info[:3])) -> CheckResult:
+    """CPython gh-112275 (``compat/python_fork.py``) where DataLoader
+    workers are forked; ``version`` defaults to this interpreter's."""
+    problem = fork_deadlock(version)
+    method = start_method_of(ctx.cfg)
+    workers = (ctx.cfg.get('train_dataloader') or {}).get('num_workers', 0)
+    if problem is None:
+        return passed('env.fork_deadlock', f'Python '
+                      f'{".".join(map(str, version))} does not have CPython '
+                      'gh-112275 (a forked worker deadlocking after fork)')
+    if method != 'fork' or not workers:
+        return passed('env.fork_deadlock', f'{problem}; not reached here: '
+                      f'workers start with {method!r} ({workers} per '
+                      'process)')
+    return warned('env.fork_deadlock', problem, FORK_FIX)

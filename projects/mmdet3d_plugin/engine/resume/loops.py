@@ -60,8 +60,21 @@ def _seeded_dataloader(runner, dataloader, stream: bool, gt_draws: str):
         new, seed=runner.seed,
         diff_rank_seed=runner._randomness_cfg.get('diff_rank_seed', False))
     if isinstance(built.sampler, ResumableSampler):
-        seed_samples(built.dataset, gt_draws)
+        items = seed_samples(built.dataset, gt_draws)
+        items.replacer = _sample_replacer(runner)
     return built
+
+
+def _sample_replacer(runner):
+    """What replaces the samples that fail to load: the ``sample_replacer
+    (runner)`` of the first hook that has one (``BadSampleHook``), asked
+    here because the workers may start with the loop, before any hook
+    runs; None when no hook has one."""
+    for hook in runner.hooks:
+        make = getattr(hook, 'sample_replacer', None)
+        if callable(make):
+            return make(runner)
+    return None
 
 
 class _ResumableLoop:

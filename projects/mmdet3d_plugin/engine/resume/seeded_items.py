@@ -10,11 +10,12 @@ upstream hooks, so ``isinstance`` checks, one-level unwrapping
 (``dataset.dataset``) and writes (``dataset.pipeline = ...``) reach the
 dataset the workers read, as they do without exact resume.
 """
-from typing import List
+from typing import List, Optional
 
 from ...constants import GT_DRAWS
+from ...datasets.bad_samples.replace import SampleReplacer, load_named
 from .gt_database import seed_gt_samplers
-from .sample_key import SampleKey, seed_sample
+from .sample_key import SampleKey, seed_all, seed_sample
 
 
 class SeededItems:
@@ -31,6 +32,11 @@ class SeededItems:
     loads it nor on the run's history. Plain ``int`` indices are read
     without seeding. Samples are read one by one (``dataset[i]``).
 
+    A sample that fails to load is replaced through :attr:`replacer`
+    (``BadSampleHook`` sets it: a replacement chosen and seeded from the
+    failed sample's key); without one, a data error is raised naming the
+    file and the sample (``BadSampleError``).
+
     Args:
         dataset: The train dataset (outermost, as the DataLoader holds it).
         gt_draws (str): One of ``constants.GT_DRAWS``. Defaults to
@@ -44,6 +50,8 @@ class SeededItems:
                 f'{GT_DRAWS} (config key gt_database_draws)')
         self.dataset = dataset
         self.gt_draws = gt_draws
+        self.replacer: Optional[SampleReplacer] = getattr(
+            self, 'replacer', None)
 
     def __call__(self, keys) -> List[dict]:
         if self.gt_draws == 'per_sample':
@@ -52,7 +60,11 @@ class SeededItems:
         for key in keys:
             if isinstance(key, SampleKey):
                 seed_sample(key)
-            samples.append(self.dataset[int(key)])
+            if self.replacer is None:
+                samples.append(load_named(self.dataset, int(key)))
+            else:
+                samples.append(
+                    self.replacer.load(self.dataset, key, seed_all))
         return samples
 
 
