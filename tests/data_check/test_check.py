@@ -180,17 +180,40 @@ def test_tool_names_broken_files_and_samples(broken, tmp_path):
     assert report['counts']['sweep']['broken'] == 1
 
 
-def test_missing_config_is_one_line_and_status_2(tmp_path):
-    proc = _tool(tmp_path / 'missing.py', '--json', tmp_path / 'out.json')
+def test_help_and_a_missing_config_before_the_stack(tmp_path):
+    """``--help`` answers, and a missing config is one error line with
+    status 2, before torch, mmcv or mmdet3d load."""
+    probe = ('import json, runpy, sys\n'
+             'sys.argv = sys.argv[1:]\n'
+             'try:\n'
+             "    runpy.run_path(sys.argv[0], run_name='__main__')\n"
+             'except SystemExit as e:\n'
+             '    code = e.code\n'
+             "print(json.dumps([m for m in ('torch', 'mmcv', 'mmdet3d', "
+             "'cv2') if m in sys.modules]))\n"
+             'sys.exit(code)\n')
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    env.pop('MMDET3D_PLUGIN_DEBUG', None)
+    missing = tmp_path / 'missing.py'
+    runs = {}
+    for args in (['--help'], [missing, '--json', tmp_path / 'out.json']):
+        proc = subprocess.run(
+            [sys.executable, '-c', probe, 'tools/check_data.py', *args],
+            cwd=REPO, capture_output=True, text=True, timeout=120, env=env)
+        assert json.loads(proc.stdout.splitlines()[-1]) == [], args
+        runs[args[0]] = proc
+    assert runs['--help'].returncode == 0
+    assert 'usage: check_data.py' in runs['--help'].stdout
+    proc = runs[missing]
     assert proc.returncode == 2, proc.stderr
     errors = [line for line in proc.stderr.splitlines()
               if line.startswith('error: ')]
     assert errors == [
-        f"error: config: file '{tmp_path / 'missing.py'}' does not exist; "
-        'give the path of a config file (e.g. configs/centerpoint/<name>.py) '
-        "or a packaged config name such as 'mmdet3d::centerpoint/<name>.py'."
+        f"error: config: file '{missing}' does not exist; give the path of "
+        'a config file (e.g. configs/centerpoint/<name>.py) or a packaged '
+        "config name such as 'mmdet3d::centerpoint/<name>.py'."
     ], proc.stderr
-    assert 'Traceback' not in proc.stderr and proc.stdout == ''
+    assert 'Traceback' not in proc.stderr
     assert not (tmp_path / 'out.json').exists()
 
 

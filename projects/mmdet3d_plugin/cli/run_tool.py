@@ -8,8 +8,9 @@ whose message starts with a context prefix and ends with the fix. The tools
 ``error: <message>`` on stderr and exits with status 1 (or the tool's
 own). Everything else (``RuntimeError``, a bug) keeps its traceback; a
 DataLoader worker killed by a signal gets a last line naming the worker
-and the signal (:func:`worker_death_message`). ``--debug`` (:func:`.parsers.add_debug_flag`) or
-``MMDET3D_PLUGIN_DEBUG=1`` shows the traceback of user errors too.
+and the signal (:func:`worker_death_message`). ``--debug``
+(:func:`.parsers.add_debug_flag`) or ``MMDET3D_PLUGIN_DEBUG=1`` shows the
+traceback of user errors too.
 """
 import os
 import re
