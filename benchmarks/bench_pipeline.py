@@ -106,7 +106,6 @@ def _load(args):
 
 def _build(dataset_cfg, seed=0):
     from mmdet3d.registry import DATASETS, TRANSFORMS
-    sys.path.insert(1, osp.join(REPO, 'tests'))
     from tests.helpers.pipeline_equality import seed_all
     seed_all(seed)  # the GT-database samplers shuffle when built
     dataset = DATASETS.build(dict(dataset_cfg, pipeline=[]))
@@ -156,7 +155,6 @@ def _inputs(dataset, index):
 def steady_state(args, configs):
     """Per-transform seconds of both pipelines over the same samples, and
     whether every sample came out the same."""
-    sys.path.insert(1, osp.join(REPO, 'tests'))
     from tests.helpers.pipeline_equality import (difference, rng_difference,
                                                  rng_state, seed_all)
     built = {v: _build(configs[v]) for v in VARIANTS}
@@ -254,7 +252,6 @@ def run_parent(args):
     import torch
     torch.set_num_threads(1)
     if args.data_root is None:
-        sys.path.insert(1, osp.join(REPO, 'tests'))
         from tests.helpers.synthetic_data import prepare_dense_synthetic
         args.data_root = str(prepare_dense_synthetic(
             points_per_frame=args.points_per_frame))

@@ -32,8 +32,6 @@ import time
 
 REPO = osp.dirname(osp.dirname(osp.abspath(__file__)))
 sys.path.insert(0, REPO)
-# The test helpers (rendezvous environment of hand-started ranks).
-sys.path.insert(1, osp.join(REPO, 'tests'))
 
 CONFIG = osp.join(REPO, 'configs/centerpoint/centerpoint_pillar_synthetic.py')
 MODES = ('no_hook', 'hook_checking', 'hook_past_window', 'find_unused_true')
@@ -199,7 +197,7 @@ def launch(args) -> dict:
     from projects.mmdet3d_plugin.dist.ports import free_port
     from projects.mmdet3d_plugin.synthetic.writer import (
         prepare_synthetic_nuscenes)
-    from dist_env import rendezvous_env
+    from tests.helpers.dist_env import rendezvous_env
     prepare_synthetic_nuscenes(args.data_root, seed=0)
     port = free_port()
     with tempfile.TemporaryDirectory() as tmp:

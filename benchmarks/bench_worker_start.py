@@ -43,8 +43,6 @@ import time
 REPO = osp.dirname(osp.dirname(osp.abspath(__file__)))
 if REPO not in sys.path:
     sys.path.insert(0, REPO)
-# The test helpers (info files of any size for the generated data).
-sys.path.insert(1, osp.join(REPO, 'tests'))
 
 METHODS = ('fork', 'spawn', 'forkserver')
 CLASSES = ('NuScenesDataset', 'SafeNuScenesDataset')
@@ -374,7 +372,7 @@ def floor_context(ours):
 
 
 def run_parent(args):
-    from synthetic_infos import write_synthetic_infos
+    from tests.helpers.synthetic_infos import write_synthetic_infos
     work_dir = args.work_dir or tempfile.mkdtemp(prefix='bench_workers_')
     os.makedirs(work_dir, exist_ok=True)
     big_file = osp.join(work_dir, f'infos_{args.infos}.pkl')

@@ -17,7 +17,7 @@ import mmdet3d
 from mmdet3d.registry import MODELS
 from projects.mmdet3d_plugin import load_config
 from projects.mmdet3d_plugin.compat import fixes
-from projects.mmdet3d_plugin.cli.runner import build_runner
+from projects.mmdet3d_plugin.cli.runner import build_runner, isolate_runner
 from projects.mmdet3d_plugin.config.data_root import redirect_data_root
 
 REPO = Path(__file__).resolve().parents[2]
@@ -94,7 +94,7 @@ def test_first_logged_loss_of_the_small_config(nus_synthetic, tmp_path):
             'work_dir': str(tmp_path),
         })
     redirect_data_root(cfg, nus_synthetic)
-    runner = build_runner(cfg)
+    runner = build_runner(isolate_runner(cfg, 'centerhead_init'))
     runner.train()
     log = next(tmp_path.glob('*/vis_data/scalars.json')).read_text()
     first = json.loads(log.splitlines()[0])

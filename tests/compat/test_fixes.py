@@ -2,6 +2,7 @@
 import io
 import os
 import pickle
+import uuid
 
 import pytest
 import torch
@@ -42,6 +43,7 @@ def _runner(work_dir, max_iters, **kwargs):
     return Runner(
         model=_Linear(),
         work_dir=str(work_dir),
+        experiment_name=f'fixes_{uuid.uuid4().hex[:8]}',
         train_dataloader=dict(
             dataset=_Data(),
             sampler=dict(type='DefaultSampler', shuffle=False),

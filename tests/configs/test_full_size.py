@@ -19,7 +19,7 @@ import pytest
 
 from projects.mmdet3d_plugin import load_config
 from projects.mmdet3d_plugin.compat.inventory import OFF_VARIABLE
-from projects.mmdet3d_plugin.cli.runner import build_runner
+from projects.mmdet3d_plugin.cli.runner import build_runner, isolate_runner
 from projects.mmdet3d_plugin.config.data_root import redirect_data_root
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -69,7 +69,7 @@ def test_full_config_trains_and_predicts(config, nus_synthetic, tmp_path):
     if config.startswith('configs/centerpoint/'):
         assert 'FastObjectSample' in train_pipeline
 
-    runner = build_runner(cfg)
+    runner = build_runner(isolate_runner(cfg, 'full_size'))
     runner.train()
     assert runner.iter == ITERS
     loss = runner.message_hub.get_scalar('train/loss').current()

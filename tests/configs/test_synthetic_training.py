@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from projects.mmdet3d_plugin import load_config
-from projects.mmdet3d_plugin.cli.runner import build_runner
+from projects.mmdet3d_plugin.cli.runner import build_runner, isolate_runner
 from projects.mmdet3d_plugin.config.data_root import redirect_data_root
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -65,7 +65,7 @@ def test_synthetic_config_trains_and_validates(config, nus_synthetic,
     redirect_data_root(cfg, nus_synthetic)
     cfg.work_dir = str(tmp_path)
 
-    runner = build_runner(cfg)
+    runner = build_runner(isolate_runner(cfg, 'synthetic_training'))
     runner.train()
 
     hub = runner.message_hub

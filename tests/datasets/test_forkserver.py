@@ -14,18 +14,29 @@ REPO = Path(__file__).resolve().parents[2]
 HEAVY = ['mmdet3d.datasets', 'mmengine', 'projects.mmdet3d_plugin', 'torch']
 
 # Runs as __main__ in a fresh interpreter: the fork server of the pytest
-# process may already be running, and its preload list cannot change then.
+# process may already be running, and its preload list cannot change then;
+# a preload list set here stays out of the pytest process. Prints the
+# preload list the plugin set (null if it set none) and the heavy modules a
+# forkserver worker found imported.
 SCRIPT = textwrap.dedent("""
     import json
     import multiprocessing
     import sys
 
-    sys.path[:0] = [{repo!r}, {tests!r}]
+    sys.path[:0] = [{repo!r}]
     from tests.helpers.mp_probe import report_modules
 
 
     def main(how):
-        if how == 'setup':
+        preload = None
+        if how == 'user_list':
+            # The user's list, set through the public API before the
+            # server starts, then the plugin's on top of it.
+            multiprocessing.set_forkserver_preload(['__main__', 'mmengine'])
+            from projects.mmdet3d_plugin.datasets import (
+                setup_forkserver_preload)
+            preload = setup_forkserver_preload(['torch', 'mmengine'])
+        elif how == 'setup':
             from projects.mmdet3d_plugin.datasets import (
                 setup_forkserver_preload)
             setup_forkserver_preload()
@@ -44,7 +55,7 @@ SCRIPT = textwrap.dedent("""
         queue = ctx.SimpleQueue()
         proc = ctx.Process(target=report_modules, args=({heavy!r}, queue))
         proc.start()
-        print(json.dumps(queue.get()))
+        print(json.dumps(dict(preload=preload, worker=queue.get())))
         proc.join()
 
 
@@ -53,11 +64,10 @@ SCRIPT = textwrap.dedent("""
 """)
 
 
-def _modules_in_worker(tmp_path, how):
+def _forkserver_run(tmp_path, how) -> dict:
     script = tmp_path / 'forkserver_main.py'
     script.write_text(
-        SCRIPT.format(repo=str(REPO), tests=str(REPO / 'tests'),
-                      heavy=HEAVY))
+        SCRIPT.format(repo=str(REPO), heavy=HEAVY))
     done = subprocess.run(
         [sys.executable,
          str(script), how,
@@ -70,27 +80,26 @@ def _modules_in_worker(tmp_path, how):
 
 
 def test_worker_imports_nothing_heavy_without_preload(tmp_path):
-    assert _modules_in_worker(tmp_path, 'none') == []
+    assert _forkserver_run(tmp_path, 'none')['worker'] == []
 
 
 def test_setup_preloads_heavy_imports_into_the_server(tmp_path):
-    assert _modules_in_worker(tmp_path, 'setup') == HEAVY
+    assert _forkserver_run(tmp_path, 'setup')['worker'] == HEAVY
 
 
 def test_building_the_dataset_sets_the_preload(tmp_path):
-    assert _modules_in_worker(tmp_path, 'dataset') == HEAVY
+    assert _forkserver_run(tmp_path, 'dataset')['worker'] == HEAVY
 
 
-def test_preload_keeps_the_existing_list_and_rejects_bad_names():
-    from multiprocessing import forkserver
-    saved = list(getattr(forkserver._forkserver, '_preload_modules',
-                         ['__main__']))
-    try:
-        preload = setup_forkserver_preload(['json', 'torch'])
-        assert preload[:len(saved)] == saved
-        assert preload.count('torch') == 1 and 'json' in preload
-        with pytest.raises(TypeError, match='module names'):
-            setup_forkserver_preload([''])
-    finally:
-        import multiprocessing
-        multiprocessing.set_forkserver_preload(saved)
+def test_preload_keeps_the_users_list(tmp_path):
+    run = _forkserver_run(tmp_path, 'user_list')
+    # The user's modules first, each module once, and all of them loaded.
+    assert run['preload'] == ['__main__', 'mmengine', 'torch']
+    assert run['worker'] == ['mmengine', 'torch']
+
+
+@pytest.mark.parametrize('bad', ['', None])
+def test_preload_rejects_bad_names(bad):
+    # Checked before the preload list is touched: nothing changes here.
+    with pytest.raises(TypeError, match='must be module names'):
+        setup_forkserver_preload(['torch', bad])

@@ -8,6 +8,7 @@ seconds each), so cases are few and small.
 import copy
 import multiprocessing as mp
 import pickle
+import uuid
 
 import pytest
 import torch
@@ -294,7 +295,7 @@ def test_stock_subclass_with_devkit_config_fails_under_spawn(
         _iterate(ds, 1, 'spawn')
 
 
-@MODELS.register_module(force=True)
+@MODELS.register_module()
 class PointsBoxesToyModel(BaseModel):
     """Regresses the number of boxes from mean point features."""
 
@@ -333,7 +334,8 @@ def test_runner_trains_with_spawn_workers(nus_synthetic, tmp_path):
         env_cfg=dict(mp_cfg=dict(mp_start_method='spawn')),
         default_hooks=dict(logger=dict(type='LoggerHook', interval=1)),
         default_scope='mmdet3d',
-        log_level='WARNING')
+        log_level='WARNING',
+        experiment_name=f'spawn_workers_{uuid.uuid4().hex[:8]}')
     try:
         runner = Runner.from_cfg(cfg)
         assert mp.get_start_method() == 'spawn'

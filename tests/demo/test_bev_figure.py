@@ -5,7 +5,7 @@ from pathlib import Path
 import numpy as np
 
 from projects.mmdet3d_plugin import load_config
-from projects.mmdet3d_plugin.cli.runner import build_runner
+from projects.mmdet3d_plugin.cli.runner import build_runner, isolate_runner
 from projects.mmdet3d_plugin.demo.bev_figure import draw_bev, predict_frame
 from projects.mmdet3d_plugin.config.data_root import redirect_data_root
 from projects.mmdet3d_plugin.constants import NUSCENES_CLASSES
@@ -21,7 +21,7 @@ def test_bev_figure_of_a_mini_val_frame(nus_synthetic, tmp_path):
         'work_dir': str(tmp_path),
     })
     redirect_data_root(cfg, nus_synthetic)
-    runner = build_runner(cfg)
+    runner = build_runner(isolate_runner(cfg, 'bev_figure'))
     runner.model.init_weights()
 
     frame = predict_frame(runner, 0, score_thr=0.0)

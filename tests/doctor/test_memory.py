@@ -1,9 +1,10 @@
 """tools/doctor.py's /dev/shm and host RAM checks.
 
 The numbers come from a real first batch of the small CenterPoint config on
-the generated data (real DataLoader workers); the free /dev/shm and the
-available RAM, which this machine has plenty of, are passed in to reach the
-warn and fail cases.
+the generated data (real DataLoader workers). The free /dev/shm and the
+available RAM are passed in, for every status: the live figures depend on
+the container and on what else runs beside the tests, so the one test that
+measures them only checks that the line is well formed.
 """
 from pathlib import Path
 
@@ -12,7 +13,7 @@ import torch
 
 import projects.mmdet3d_plugin  # noqa: F401  registers the plugin
 from projects.mmdet3d_plugin.doctor.checks import memory
-from projects.mmdet3d_plugin.doctor.context import (DoctorContext,
+from projects.mmdet3d_plugin.doctor.context import (STATUSES, DoctorContext,
                                                     DoctorOptions)
 from projects.mmdet3d_plugin.doctor.preflight import _checks, _release
 
@@ -63,14 +64,22 @@ def test_batch_bytes_are_measured(first_batch_ctx):
     assert memory.tensor_bytes([base, base[:10], {'a': base[5:]}]) == 4000
 
 
-def test_shm_on_this_machine(first_batch_ctx):
-    line = memory.check_shm(first_batch_ctx)
+def _shm_formula(ctx) -> str:
+    """The need ``data.shm`` states for this context: 2 processes x 2
+    workers x prefetch_factor 2 batches."""
+    batch = memory.tensor_bytes(ctx.artifacts['first_batch'])
+    return ('2 process(es) x 2 worker(s) x prefetch_factor 2 x '
+            f'{memory._size(batch)} per batch = {memory._size(8 * batch)}')
+
+
+def test_shm_with_room_passes(first_batch_ctx):
     batch = memory.tensor_bytes(first_batch_ctx.artifacts['first_batch'])
+    free = int(8 * batch / memory.HEADROOM)  # the need fills HEADROOM
+    line = memory.check_shm(first_batch_ctx, free_bytes=free)
     assert line.check == 'data.shm'
     assert line.status == 'pass', line
-    assert line.detail.startswith(
-        '2 process(es) x 2 worker(s) x prefetch_factor 2 x '
-        f'{memory._size(batch)} per batch = {memory._size(8 * batch)}'), line
+    assert line.detail == (f'{_shm_formula(first_batch_ctx)} in flight; '
+                           f'/dev/shm has {memory._size(free)} free'), line
 
 
 @pytest.mark.parametrize('free,status', [
@@ -105,13 +114,30 @@ def test_shm_plan_suggests_what_fits():
     assert memory.plan_shm(None, 8, 2, 2, MiB).status == 'warn'
 
 
-def test_host_ram_on_this_machine(first_batch_ctx):
-    line = memory.check_host_ram(first_batch_ctx)
+def test_host_ram_with_room_passes(first_batch_ctx):
+    # 1 TiB: 2 x (1 + 3) resident processes fit in half of it unless one
+    # holds 64 GiB, more than the machines the tests run on have.
+    line = memory.check_host_ram(first_batch_ctx, available_bytes=2**40)
     assert line.check == 'data.host_ram'
     assert line.status == 'pass', line
     # 2 train workers per process, plus the val loader's 1.
     assert line.detail.startswith('2 process(es) x ('), line
     assert ' + 3 worker(s) x ' in line.detail, line
+    assert line.detail.endswith(' resident, 1024.0 GiB available'), line
+
+
+def test_live_figures_give_well_formed_lines(first_batch_ctx):
+    # What /dev/shm and RAM hold here depends on the container and on the
+    # tests beside this one: any status, but a line that states the need
+    # and, unless it passes, the fix.
+    shm = memory.check_shm(first_batch_ctx)
+    ram = memory.check_host_ram(first_batch_ctx)
+    for line, check in ((shm, 'data.shm'), (ram, 'data.host_ram')):
+        assert line.check == check and line.status in STATUSES, line
+        assert (line.status == 'pass') is (not line.fix), line
+    assert _shm_formula(first_batch_ctx) in shm.detail, shm
+    assert ram.detail.startswith('2 process(es) x ('), ram
+    assert ' + 3 worker(s) x ' in ram.detail, ram
 
 
 def test_small_host_ram_fails_with_the_fix(first_batch_ctx):

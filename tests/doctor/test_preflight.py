@@ -45,7 +45,7 @@ PILLAR02 = REPO / 'configs' / 'centerpoint' / \
 AREAS = ('env', 'config', 'data', 'model', 'optim', 'dist')
 
 
-@MODELS.register_module(force=True)
+@MODELS.register_module()
 class DoctorToyModel(BaseModel):
     """Linear + BatchNorm regressor, optionally with a dead head or a branch
     used only by samples of kind 'b'.
@@ -72,7 +72,7 @@ class DoctorToyModel(BaseModel):
         return dict(loss=loss) if mode == 'loss' else [loss]
 
 
-@DATASETS.register_module(force=True)
+@DATASETS.register_module()
 class DoctorToyDataset(BaseDataset):
     """Reads a 1.x info file of ``{'x': [4 floats], 'kind': 'a' | 'b'}``."""
 
@@ -80,7 +80,7 @@ class DoctorToyDataset(BaseDataset):
         return dict(raw_data_info)
 
 
-@TRANSFORMS.register_module(force=True)
+@TRANSFORMS.register_module()
 class DoctorToTensor:
     """Turns the info into model inputs."""
 
@@ -88,7 +88,7 @@ class DoctorToTensor:
         return dict(inputs=torch.tensor(results['x']), kind=results['kind'])
 
 
-@TRANSFORMS.register_module(force=True)
+@TRANSFORMS.register_module()
 class DoctorLambdaTransform:
     """Holds a lambda, as hand-written pipeline steps often do."""
 
@@ -99,7 +99,7 @@ class DoctorLambdaTransform:
         return self.fn(results)
 
 
-@TRANSFORMS.register_module(force=True)
+@TRANSFORMS.register_module()
 class DoctorNaNTransform:
     """Puts a NaN into every sample's features, as a broken file would."""
 

@@ -115,7 +115,7 @@ def test_bf16_on_an_emulating_cpu_warns_before_the_first_iteration(
     assert messages.index(warnings[0]) < first_iteration
 
 
-@HOOKS.register_module(force=True)
+@HOOKS.register_module()
 class _IterationMarker(Hook):
     """Logs a line when an iteration starts, to order the warnings."""
 

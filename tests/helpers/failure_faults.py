@@ -25,7 +25,7 @@ BAD_BATCH_FAULT = dict(type='FailAtIterHook', at_iter=2, error='ValueError',
                        message=FAULT_MESSAGE)
 
 
-@DATASETS.register_module(force=True)
+@DATASETS.register_module()
 class SigbusWorkerDataset(Dataset):
     """Regression samples; a DataLoader worker of ``rank`` dies of SIGBUS.
 

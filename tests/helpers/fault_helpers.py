@@ -30,7 +30,7 @@ from mmdet3d.registry import DATASETS, HOOKS, MODELS
 from tests.helpers.fault_hooks import (FailAtIterHook, StopAfterHook)  # noqa: F401
 
 
-@MODELS.register_module(force=True)
+@MODELS.register_module()
 class FaultToyModel(BaseModel):
     """Two-layer regressor; ``ballast`` floats make its checkpoints large.
 
@@ -54,7 +54,7 @@ class FaultToyModel(BaseModel):
         return list(out)
 
 
-@DATASETS.register_module(force=True)
+@DATASETS.register_module()
 class FaultToyDataset(Dataset):
     """Regression samples with per-load noise from numpy's global RNG.
 
@@ -67,13 +67,18 @@ class FaultToyDataset(Dataset):
             :class:`RecordIndicesHook`). Defaults to False.
         load_ms (float): Milliseconds each sample takes to load (a sleep,
             as reading a file would). Defaults to 0.
+        loads_file (str, optional): File each load appends the sample's
+            index to, one line per load, from whichever process loads it
+            (the work a run did on data). Defaults to None.
     """
 
     def __init__(self, size: int = 24, with_index: bool = False,
-                 load_ms: float = 0.) -> None:
+                 load_ms: float = 0.,
+                 loads_file: Optional[str] = None) -> None:
         self.size = size
         self.with_index = with_index
         self.load_ms = load_ms
+        self.loads_file = loads_file
 
     def __len__(self) -> int:
         return self.size
@@ -81,6 +86,9 @@ class FaultToyDataset(Dataset):
     def __getitem__(self, index: int) -> dict:
         if self.load_ms:
             time.sleep(self.load_ms / 1000)
+        if self.loads_file:
+            with open(self.loads_file, 'a') as f:  # one write: O_APPEND
+                f.write(f'{index}\n')
         gen = torch.Generator().manual_seed(index)
         x = torch.randn(4, generator=gen)
         noise = float(np.random.uniform(-0.1, 0.1))
@@ -192,7 +200,7 @@ def write_config(path: Path,
     return path
 
 
-@HOOKS.register_module(force=True)
+@HOOKS.register_module()
 class RecordIndicesHook(Hook):
     """Appends ``[iteration, epoch, indices]`` of each trained batch to
     ``<work_dir>/indices_rank<r>.jsonl`` (needs ``with_index=True``)."""
@@ -205,7 +213,7 @@ class RecordIndicesHook(Hook):
                                 list(data_batch['index'])]) + '\n')
 
 
-@HOOKS.register_module(force=True)
+@HOOKS.register_module()
 class MarkFirstIterHook(Hook):
     """Writes the wall-clock time at which this process finished its first
     iteration to ``<work_dir>/first_iter.json`` (rank 0)."""

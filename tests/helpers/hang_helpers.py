@@ -13,7 +13,7 @@ from mmengine.hooks import Hook
 from mmdet3d.registry import HOOKS
 
 
-@HOOKS.register_module(force=True)
+@HOOKS.register_module()
 class SleepOnRankHook(Hook):
     """Sleeps on one rank before one iteration of one loop.
 

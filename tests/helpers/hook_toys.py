@@ -32,7 +32,7 @@ from tests.helpers.fault_helpers import write_config
 CLASSES = ('car', 'pedestrian')
 
 
-@TRANSFORMS.register_module(force=True)
+@TRANSFORMS.register_module()
 class TagObjectSample(ObjectSample):
     """``ObjectSample`` without a GT database: adds ``1 + U(0, 0.1)`` to
     the tag while not ``disabled``."""
@@ -46,7 +46,7 @@ class TagObjectSample(ObjectSample):
         return results
 
 
-@TRANSFORMS.register_module(force=True)
+@TRANSFORMS.register_module()
 class Tag(BaseTransform):
     """Adds ``value`` to the tag."""
 
@@ -58,7 +58,7 @@ class Tag(BaseTransform):
         return results
 
 
-@DATASETS.register_module(force=True)
+@DATASETS.register_module()
 class HookToyDataset(BaseDataset):
     """``size`` regression samples through ``pipeline``, with per-load
     noise from numpy's global RNG; metainfo ``classes`` = :data:`CLASSES`.
@@ -108,7 +108,7 @@ class _Head(nn.Module):
         self.fc = nn.Linear(16, 1)
 
 
-@MODELS.register_module(force=True)
+@MODELS.register_module()
 class HookToyModel(BaseModel):
     """Two-layer regressor; logs ``tag`` (the batch's mean) and ``l1``."""
 
@@ -129,7 +129,7 @@ class HookToyModel(BaseModel):
                     l1=torch.tensor(float(self.bbox_head.use_l1)))
 
 
-@HOOKS.register_module(force=True)
+@HOOKS.register_module()
 class ObjectSampleStateHook(Hook):
     """Logs, before the first iteration, ``disabled`` of every
     ``ObjectSample`` in the train dataset's pipelines (the state the

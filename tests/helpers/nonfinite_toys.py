@@ -18,7 +18,7 @@ from mmdet3d.registry import DATASETS, HOOKS, MODELS
 from tests.helpers.fault_helpers import RecordIndicesHook  # noqa: F401
 
 
-@DATASETS.register_module(force=True)
+@DATASETS.register_module()
 class NaNToyDataset(Dataset):
     """Regression samples carrying their ``index``; sample ``nan_index``
     has a NaN feature.
@@ -43,7 +43,7 @@ class NaNToyDataset(Dataset):
         return dict(inputs=x, targets=target, index=int(index))
 
 
-@MODELS.register_module(force=True)
+@MODELS.register_module()
 class BNToyModel(BaseModel):
     """``fc1`` -> ``BatchNorm1d`` -> tanh -> ``fc2``."""
 
@@ -62,7 +62,7 @@ class BNToyModel(BaseModel):
         return dict(loss=(out - y).pow(2).mean())
 
 
-@HOOKS.register_module(force=True)
+@HOOKS.register_module()
 class PoisonWeightsHook(Hook):
     """Sets ``fc1.weight[0, 0]`` to +Inf after iteration ``at_iter``
     (1-based), as a step that overflows a weight would."""
@@ -81,7 +81,7 @@ class PoisonWeightsHook(Hook):
                 model.fc1.weight[0, 0] = float('inf')
 
 
-@HOOKS.register_module(force=True)
+@HOOKS.register_module()
 class RecordSamplesHook(Hook):
     """Appends ``[iteration, [sample_idx, ...]]`` of each trained batch of
     mmdet3d data samples to ``<work_dir>/samples_rank<r>.jsonl``."""

@@ -15,7 +15,7 @@ from mmdet3d.registry import DATASETS, MODELS
 from tests.helpers.toy_data import SeededToyDataset
 
 
-@MODELS.register_module(force=True)
+@MODELS.register_module()
 class ToyRegressor(BaseModel):
     """``Linear -> tanh -> Linear`` with a mean squared error loss.
 
@@ -43,7 +43,7 @@ class ToyRegressor(BaseModel):
         return list(out)
 
 
-@DATASETS.register_module(force=True)
+@DATASETS.register_module()
 class ToyRegressionDataset(SeededToyDataset):
     """Sample ``i`` is a fixed random input and target drawn from seed ``i``.
 

@@ -4,9 +4,10 @@ iterations), each sample taking 6 ms to load, 2 DataLoader workers.
 
 A checkpoint at iteration 2,390 is made fast (no load time); then a fresh
 run of 10 iterations and the resume of the last 10 are timed, with the
-plugin's loops (``exact=True``) or mmengine's (``exact_resume = False``).
-Used by ``tests/tools/test_resume_cost.py`` and
-``benchmarks/bench_resume.py``.
+plugin's loops (``exact=True``) or mmengine's (``exact_resume = False``),
+and the samples a run loads can be counted (``loads_file``). Used by
+``tests/tools/test_resume_cost.py`` (the count) and
+``benchmarks/bench_resume.py`` (the times).
 """
 import json
 import time
@@ -22,9 +23,11 @@ SIZE, AT, LOAD_MS = 2400, 2390, 6.
 
 def cost_config(path: Path, exact: bool = True, load_ms: float = LOAD_MS,
                 stop_after: Optional[int] = None, size: int = SIZE,
-                interval: int = AT) -> Path:
+                interval: int = AT,
+                loads_file: Optional[Path] = None) -> Path:
     """The toy, 1 epoch of ``size`` iterations, checkpoint every
-    ``interval``."""
+    ``interval``; each sample loaded is appended to ``loads_file`` if
+    given."""
     hooks = [dict(type='MarkFirstIterHook')]
     if stop_after is not None:
         hooks.append(dict(type='StopAfterHook', after_iter=stop_after,
@@ -37,6 +40,9 @@ def cost_config(path: Path, exact: bool = True, load_ms: float = LOAD_MS,
              "default_hooks['logger']['interval'] = 100\n")
     if not exact:
         extra += 'exact_resume = False\n'
+    if loads_file is not None:
+        extra += f"train_dataloader['dataset']['loads_file'] = " \
+            f"{str(loads_file)!r}\n"
     return write_config(path, max_epochs=1, size=size, ckpt_interval=interval,
                         custom_hooks=hooks, extra=extra)
 

@@ -13,7 +13,7 @@ from mmdet3d.registry import HOOKS
 from tests.helpers.fault_helpers import write_config
 
 
-@HOOKS.register_module(force=True)
+@HOOKS.register_module()
 class PaceHook(Hook):
     """Sleeps after every training iteration.
 

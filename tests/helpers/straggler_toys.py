@@ -22,7 +22,7 @@ def _is_slow(rank: Optional[int]) -> bool:
     return rank is not None and os.environ.get('RANK', '0') == str(rank)
 
 
-@DATASETS.register_module(force=True)
+@DATASETS.register_module()
 class SlowLoadToyDataset(FaultToyDataset):
     """:class:`FaultToyDataset` whose samples take ``seconds`` to load on
     ``slow_rank``.
@@ -48,7 +48,7 @@ class SlowLoadToyDataset(FaultToyDataset):
         return super().__getitem__(index)
 
 
-@MODELS.register_module(force=True)
+@MODELS.register_module()
 class SlowForwardToyModel(FaultToyModel):
     """:class:`FaultToyModel` whose forward takes ``seconds`` longer on
     ``slow_rank``.

@@ -1,5 +1,7 @@
 """Where the generated nuScenes-format dataset of the tests is cached."""
 import hashlib
+import sys
+from importlib.metadata import PackageNotFoundError
 from importlib.metadata import version as package_version
 from pathlib import Path
 from typing import Optional
@@ -9,8 +11,23 @@ SYNTHETIC_DIR = REPO_ROOT / 'projects' / 'mmdet3d_plugin' / 'synthetic'
 SYNTHETIC_SOURCES = tuple(
     p.relative_to(REPO_ROOT).as_posix()
     for p in sorted(SYNTHETIC_DIR.glob('*.py')))
+#: Distributions whose output the cached files hold: the generator's
+#: numbers and pictures (numpy, pyquaternion, OpenCV's JPEG and PNG
+#: encoders, under any of its wheel names), the devkit's splits, and
+#: mmdet3d's converter with what it computes and pickles.
+WRITTEN_BY = ('mmcv', 'mmdet3d', 'mmengine', 'numba', 'numpy',
+              'nuscenes-devkit', 'opencv-contrib-python',
+              'opencv-contrib-python-headless', 'opencv-python',
+              'opencv-python-headless', 'pyquaternion', 'torch')
 #: Points per LiDAR frame at nuScenes density (the HDL-32E average).
 NUSCENES_POINTS_PER_FRAME = 34720
+
+
+def _installed_version(dist: str) -> Optional[str]:
+    try:
+        return package_version(dist)
+    except PackageNotFoundError:
+        return None
 
 
 def synthetic_cache_dir(seed: int = 0,
@@ -18,13 +35,17 @@ def synthetic_cache_dir(seed: int = 0,
                         samples_per_scene: Optional[int] = None) -> Path:
     """Cache folder of the generated dataset for ``seed`` (and
     ``points_per_frame``, None: the generator's default density;
-    ``samples_per_scene``, None: the generator's default, 10)."""
+    ``samples_per_scene``, None: the generator's default, 10), keyed on
+    the generator's sources and the versions of what wrote the bytes
+    (:data:`WRITTEN_BY` and the Python of the pickles)."""
     digest = hashlib.sha256()
     for rel in SYNTHETIC_SOURCES:
         digest.update(rel.encode())
         digest.update((REPO_ROOT / rel).read_bytes())
-    for dist in ('mmdet3d', 'nuscenes-devkit'):
-        digest.update(f'{dist}=={package_version(dist)}'.encode())
+    for dist in WRITTEN_BY:
+        digest.update(f'{dist}=={_installed_version(dist)}'.encode())
+    digest.update(f'python=={sys.version_info[0]}.{sys.version_info[1]}'
+                  .encode())
     digest.update(f'seed={seed}'.encode())
     if points_per_frame is not None:
         digest.update(f'points_per_frame={points_per_frame}'.encode())

@@ -7,6 +7,7 @@ branch. ``CenterHeadSkippingTasks`` is mmdet3d's CenterHead whose listed
 tasks are left out of the loss (logged, not summed), as a head with a
 forgotten loss term would be.
 """
+import uuid
 from typing import Optional, Sequence
 
 import torch
@@ -29,7 +30,7 @@ TOY_PARAMS = {
 }
 
 
-@MODELS.register_module(force=True)
+@MODELS.register_module()
 class ToyBranchModel(BaseModel):
     """Per-sample branch 'a' or 'b', a dead layer and a frozen layer.
 
@@ -70,7 +71,7 @@ class ToyBranchModel(BaseModel):
         return list(out)
 
 
-@DATASETS.register_module(force=True)
+@DATASETS.register_module()
 class ToyBranchDataset(SeededToyDataset):
     """Sample i is kind 'a' for even i and 'b' for odd i.
 
@@ -85,7 +86,7 @@ class ToyBranchDataset(SeededToyDataset):
         return dict(branch='a' if index % 2 == 0 else 'b')
 
 
-@OPTIM_WRAPPERS.register_module(force=True)
+@OPTIM_WRAPPERS.register_module()
 class CPUAmpOptimWrapper(AmpOptimWrapper):
     """``AmpOptimWrapper`` on CPU: bf16 autocast and a CPU GradScaler.
 
@@ -101,7 +102,7 @@ class CPUAmpOptimWrapper(AmpOptimWrapper):
         self.cast_dtype = torch.bfloat16
 
 
-@MODELS.register_module(force=True)
+@MODELS.register_module()
 class CenterHeadSkippingTasks(CenterHead):
     """CenterHead whose ``skip_tasks`` are logged but left out of the loss.
 
@@ -127,7 +128,7 @@ class CenterHeadSkippingTasks(CenterHead):
         return out
 
 
-@DATASETS.register_module(force=True)
+@DATASETS.register_module()
 class ToyPointsDataset(Dataset):
     """Random points and two boxes (a car, a pedestrian) per sample.
 
@@ -303,6 +304,7 @@ def runner_cfg(work_dir: str,
         log_processor=dict(by_epoch=False),
         launcher='pytorch' if distributed else 'none',
         randomness=dict(seed=0),
+        experiment_name=f'toy_{uuid.uuid4().hex[:8]}',
     )
     if distributed:
         cfg['model_wrapper_cfg'] = dict(

@@ -13,6 +13,7 @@ from tests.helpers.gpu import requires_cuda, requires_no_cuda
 from mmdet3d.registry import DATASETS, HOOKS, RUNNERS
 from tests.helpers.precision_toys import collect_logs, parameters_of, toy_cfg
 from projects.mmdet3d_plugin import load_config
+from projects.mmdet3d_plugin.cli.runner import isolate_runner
 from projects.mmdet3d_plugin.constants import CPU_BF16_ENV
 from projects.mmdet3d_plugin.engine.amp import check_amp_supported
 from projects.mmdet3d_plugin.config.legacy.translator import (
@@ -87,7 +88,7 @@ def mmcv_step_warmup(base, epoch, cur_iter, steps, gamma, warmup_iters,
     return regular
 
 
-@HOOKS.register_module(force=True)
+@HOOKS.register_module()
 class RecordLRHook(Hook):
     """Record (iter, epoch, lr, momentum) at the start of every iteration."""
 
@@ -124,7 +125,7 @@ seed = 0
 def _train_records(path: str):
     cfg = load_config(path)
     cfg.work_dir = str(Path(path).parent / 'work')
-    cfg.experiment_name = Path(path).stem
+    isolate_runner(cfg, Path(path).stem)
     runner = RUNNERS.build(cfg)
     runner.train()
     hook = next(h for h in runner.hooks if isinstance(h, RecordLRHook))
@@ -264,7 +265,7 @@ seed = 0
 def test_seed_accumulation_snippet_trains(tmp_path):
     cfg = load_config(_toy_snippet_cfg(tmp_path, SNIPPET_ACCUM))
     cfg.work_dir = str(tmp_path / 'work')
-    cfg.experiment_name = 'snippet_accum'
+    isolate_runner(cfg, 'snippet_accum')
     runner = RUNNERS.build(cfg)
     runner.train()
     # Same parameters as the native config: x4 accumulation, 8 iterations.
@@ -490,6 +491,6 @@ def test_migrate_config_tool(tmp_path):
     cfg.work_dir = str(tmp_path / 'work')
     cfg.optim_wrapper.type = 'OptimWrapper'
     cfg.optim_wrapper.pop('dtype')
-    runner = Runner.from_cfg(cfg)
+    runner = Runner.from_cfg(isolate_runner(cfg, 'migrated'))
     runner.train()
     assert runner.iter == 8

@@ -12,6 +12,7 @@ import signal
 import subprocess
 import sys
 import time
+import uuid
 from pathlib import Path
 
 import pytest
@@ -169,7 +170,7 @@ def test_killed_worker_fails_the_run(start_method, tmp_path,
     runner = Runner(
         model=FaultToyModel(),
         work_dir=str(tmp_path),
-        experiment_name=f'killed_worker_{start_method}',
+        experiment_name=f'killed_worker_{uuid.uuid4().hex[:8]}',
         train_dataloader=dict(
             dataset=SelfKillingDataset(kill_index=5),
             sampler=dict(type='DefaultSampler', shuffle=False),

@@ -211,7 +211,6 @@ def test_ddp_rank_waiting_in_backward_does_not_hide_names(ddp_runs):
 
 def _train(tmp_path, **kwargs):
     cfg = toy_models.runner_cfg(str(tmp_path), **kwargs)
-    cfg['experiment_name'] = tmp_path.name
     runner = Runner.from_cfg(Config(cfg))
     runner.train()
     hook = next(h for h in runner.hooks if isinstance(h, DDPUnusedParamHook))

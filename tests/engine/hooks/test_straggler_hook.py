@@ -26,6 +26,7 @@ from mmengine.config import Config
 from mmengine.runner import Runner
 
 import projects.mmdet3d_plugin  # noqa: F401  registers the hook
+from projects.mmdet3d_plugin.cli.runner import isolate_runner
 from projects.mmdet3d_plugin.dist.ports import free_port
 from projects.mmdet3d_plugin.engine.hooks import StragglerHook
 from projects.mmdet3d_plugin.engine.straggler.report import summary_line
@@ -147,7 +148,7 @@ def test_one_process_writes_the_report_without_a_group(tmp_path):
     cfg.work_dir = str(tmp_path / 'work')
     cfg.launcher = 'none'
     cfg.log_level = 'WARNING'
-    runner = Runner.from_cfg(cfg)
+    runner = Runner.from_cfg(isolate_runner(cfg, 'straggler'))
     runner.train()
     [hook] = [h for h in runner.hooks if isinstance(h, StragglerHook)]
     assert hook._group is None
