@@ -17,15 +17,15 @@ demo: $(STAMP)
 	$(PY) tools/quickstart.py --work-dir work_dirs/quickstart
 
 # Tests that mostly wait (rendezvous, timeouts, hangs) run beside the
-# CPU-bound ones: 4 pytest-xdist workers on 2 cores; the tests of a module
-# with a module-scoped launch stay on one worker (tests/conftest.py).
+# CPU-bound ones: 4 pytest-xdist workers on 2 cores; the tests of a file
+# stay on one worker (--dist loadfile), so a module-scoped launch runs once.
 PYTEST_WORKERS ?= 4
 
 # Slurm's packages for the Slurm tests, when missing (tools/install_test_deps.sh).
 test: $(STAMP)
 	bash tools/install_test_deps.sh
 	$(VENV)/bin/lint-imports .importlinter
-	$(PY) -m pytest -n $(PYTEST_WORKERS) --dist loadscope tests
+	$(PY) -m pytest -n $(PYTEST_WORKERS) --dist loadfile tests
 
 clean-venv:
 	rm -rf $(VENV)

@@ -17,10 +17,8 @@ OpenMP threads spinning while they wait (the full-size config tests took
 import os
 import shutil
 from pathlib import Path
-from typing import Set
 
 import pytest
-from xdist.scheduler import LoadScopeScheduling
 
 from tests.helpers.synthetic_data import synthetic_cache_dir
 
@@ -39,39 +37,6 @@ def nus_synthetic() -> Path:
     from projects.mmdet3d_plugin.synthetic.writer import (
         prepare_synthetic_nuscenes)
     return prepare_synthetic_nuscenes(synthetic_cache_dir(seed=0), seed=0)
-
-
-def _modules_sharing_a_fixture() -> Set[str]:
-    """Test modules (as pytest names them) with a module-scoped fixture."""
-    return {
-        path.relative_to(TESTS.parent).as_posix()
-        for path in TESTS.rglob('test_*.py')
-        if "@pytest.fixture(scope='module')" in path.read_text()
-    }
-
-
-class SharedFixtureScheduling(LoadScopeScheduling):
-    """pytest-xdist's ``--dist loadscope``, refined: the tests of a module
-    that has a module-scoped fixture (one launch, one dataset) run on one
-    worker, so it is built once; every other test is a unit of its own and
-    goes to whichever worker is free. (``--dist loadgroup`` with
-    ``xdist_group`` marks would say the same, but does not group under
-    pytest 9.2 with pytest-xdist 3.8.)"""
-
-    def __init__(self, config, log=None):
-        super().__init__(config, log)
-        self.shared = _modules_sharing_a_fixture()
-
-    def _split_scope(self, nodeid: str) -> str:
-        module = nodeid.split('::', 1)[0]
-        return module if module in self.shared else nodeid
-
-
-def pytest_xdist_make_scheduler(config, log):
-    """``make test`` runs ``--dist loadscope``: use the refined one."""
-    if config.getvalue('dist') == 'loadscope':
-        return SharedFixtureScheduling(config, log)
-    return None
 
 
 @pytest.fixture(scope='session')

@@ -2,7 +2,7 @@
 
 Imported by the training processes of
 ``tests/engine/hooks/test_atomic_checkpoint_hook.py`` and
-``tests/tools/test_resume.py`` through ``custom_imports`` (the repository on
+``tests/engine/resume/test_exact_resume.py`` through ``custom_imports`` (the repository on
 ``PYTHONPATH``), and by spawn-started DataLoader workers to unpickle
 :class:`SelfKillingDataset`. :func:`write_config` writes the config those
 tests train with ``tools/train.py``. Importing this module registers the

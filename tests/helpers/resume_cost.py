@@ -6,7 +6,7 @@ A checkpoint at iteration 2,390 is made fast (no load time); then a fresh
 run of 10 iterations and the resume of the last 10 are timed, with the
 plugin's loops (``exact=True``) or mmengine's (``exact_resume = False``),
 and the samples a run loads can be counted (``loads_file``). Used by
-``tests/tools/test_resume_cost.py`` (the count) and
+``tests/engine/resume/test_resume_cost.py`` (the count) and
 ``benchmarks/bench_resume.py`` (the times).
 """
 import json

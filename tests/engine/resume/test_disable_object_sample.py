@@ -13,7 +13,7 @@ import pytest
 
 from tests.helpers.train_tool import start_dist_train, start_train
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 PILLAR02 = (REPO / 'configs' / 'centerpoint' /
             'centerpoint_pillar02_second_secfpn_8xb4-cyclic-20e_nus-3d.py')
 

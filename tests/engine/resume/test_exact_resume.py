@@ -13,7 +13,11 @@ first epoch, a checkpoint every 3 iterations (by iteration). An epoch is
   after iteration 8 (no rank can be past it), the checkpoint of iteration
   8, every rank exits 85, ``--resume`` continues;
 * 2 ranks killed after iteration 7 (checkpoint 6), resumed on 1 process:
-  the epoch's samples are each trained once.
+  the epoch's samples are each trained once;
+* the iteration-based toy (10 iterations, an epoch of 6), one process
+  killed after ``iter_4.pth``, a half-written checkpoint left behind:
+  ``--resume`` sweeps it and goes on from stream position 16 without
+  loading the skipped batches, across the epoch boundary.
 
 Every loss logged (the resumed run's where an iteration was redone)
 equals the uninterrupted run's, and the final weights are bit-identical.
@@ -26,13 +30,16 @@ import pytest
 import torch
 
 from projects.mmdet3d_plugin.constants import PREEMPTED_EXIT_CODE
+from projects.mmdet3d_plugin.fileio.atomic import is_temporary
 from tests.helpers.fault_helpers import write_config
-from tests.helpers.run_logs import losses
+from tests.helpers.run_logs import losses, records
 from tests.helpers.train_tool import finish, start_dist_train, start_train
 
-REPO = Path(__file__).resolve().parents[2]
 EPOCHS, SIZE, INTERVAL = 3, 40, 3
 ITERS = {1: 30, 2: 15}
+# The iteration-based toy: killed right after iter_4.pth.
+ITER_BASED, KILL_AFTER = 10, 4
+LEFTOVER = f'.iter_{KILL_AFTER + 2}.pth.atomic-tmp-k1ll3d'
 
 
 def _config(path: Path, hooks=(), with_index=False) -> Path:
@@ -69,6 +76,9 @@ def runs(tmp_path_factory):
     kill = dict(type='FailAtIterHook', when='after', action='SIGKILL')
     ref = _config(tmp / 'ref.py')
     ref_idx = _config(tmp / 'ref_idx.py', with_index=True)
+    iter_killed = write_config(
+        tmp / 'iter_kill.py', max_iters=ITER_BASED,
+        custom_hooks=[dict(kill, at_iter=KILL_AFTER)])
     first = finish({
         'ref1': start_train(ref, tmp / 'ref1'),
         'kill1': start_train(
@@ -89,11 +99,18 @@ def runs(tmp_path_factory):
         'timed1': start_train(_timed_config(tmp / 'timed.py'),
                               tmp / 'timed1', '--checkpoint-minutes',
                               TIMED_MINUTES),
+        'iter_ref': start_train(write_config(
+            tmp / 'iter_ref.py', max_iters=ITER_BASED), tmp / 'iter_ref'),
+        'iter_kill': start_train(iter_killed, tmp / 'iter_kill'),
     })
+    # What a writer killed during a save leaves behind, swept on resume.
+    (tmp / 'iter_kill' / LEFTOVER).write_bytes(b'\x80\x02partial')
     second = finish({
         'resume1': start_train(ref, tmp / 'kill1', '--resume'),
         'term2_resume': start_dist_train(ref, tmp / 'term2', 0, '--resume'),
         'world1': start_train(ref_idx, tmp / 'world2', '--resume'),
+        'iter_resume': start_train(iter_killed, tmp / 'iter_kill',
+                                   '--resume'),
     })
     return tmp, dict(first, **second)
 
@@ -209,3 +226,28 @@ def test_checkpoints_every_n_minutes_keep_the_newest_two(runs):
     # the end (save_last).
     assert kept == sorted(set(timed[-2:]) | {10}), (kept, timed)
     assert (work / 'last_checkpoint').read_text() == str(work / 'iter_10.pth')
+
+
+def test_iteration_based_resume_after_sigkill_is_exact(runs):
+    tmp, done = runs
+    out, code = done['iter_kill']
+    assert code == -signal.SIGKILL, out[-5000:]
+    work = tmp / 'iter_kill'
+    out = _ok(runs, 'iter_resume')
+    assert f'resumed epoch: 0, iter: {KILL_AFTER}' in out, out[-5000:]
+    # The skipped batches are not loaded (mmengine's loop would "Advance
+    # dataloader 4 steps"): the sampler starts at stream position 16.
+    assert 'Advance dataloader' not in out, out[-5000:]
+    assert (f'resume: data continues at stream position {KILL_AFTER * 4}'
+            in out), out[-5000:]
+    assert f'removed {work / LEFTOVER}' in out, out[-5000:]
+    assert not [p for p in work.iterdir() if is_temporary(p.name)]
+    _ok(runs, 'iter_ref')
+    expected, resumed = records(tmp / 'iter_ref'), records(work)
+    assert sorted(expected) == list(range(1, ITER_BASED + 1))
+    # The data is random per load and the LR steps at iteration 6: equal
+    # losses and LRs mean the same batches, augmentation, weights, momentum
+    # and LR.
+    assert len({rec['loss'] for rec in expected.values()}) == ITER_BASED
+    assert ({i: (r['loss'], r['lr']) for i, r in resumed.items()} ==
+            {i: (r['loss'], r['lr']) for i, r in expected.items()})

@@ -1,0 +1,93 @@
+"""Broken files through the tools, on copies of the generated data:
+
+* the small CenterPoint config under ``tools/dist_train.sh`` (2 gloo
+  ranks, 2 workers each), 20 frames, every sweep loaded, one key-frame file
+  truncated mid-point and one sweep file deleted: two passes over the data,
+  rc 0, both files in ``bad_samples.json`` with their tokens;
+* half the key-frame files deleted: the run stops before its first
+  iteration with one line naming the missing files and the fix.
+
+The full-size pillar02 config with broken files:
+``tests/shipped_configs/test_pillar02_faults.py``."""
+import json
+import shutil
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from tests.helpers.broken_files import (key_frame, owners, train_infos,
+                                        truncate)
+from tests.helpers.train_tool import start_dist_train, start_train
+
+REPO = Path(__file__).resolve().parents[3]
+SMALL = REPO / 'configs' / 'centerpoint' / 'centerpoint_pillar_synthetic.py'
+PILLAR02 = (REPO / 'configs' / 'centerpoint' /
+            'centerpoint_pillar02_second_secfpn_8xb4-cyclic-20e_nus-3d.py')
+
+
+def _small_config(path: Path, iters: int) -> Path:
+    path.write_text(textwrap.dedent(f"""\
+        _base_ = [{str(SMALL)!r}]
+        train_dataloader = dict(num_workers=2,
+                                dataset=dict(indices=20))
+        train_cfg = dict(max_iters={iters}, val_interval={iters})
+        default_hooks = dict(logger=dict(interval=1),
+                             checkpoint=dict(interval={iters}))
+        val_cfg = None
+        val_dataloader = None
+        val_evaluator = None
+        """))
+    return path
+
+
+@pytest.mark.slow
+def test_two_ranks_train_through_a_truncated_key_frame_and_a_lost_sweep(
+        nus_synthetic, tmp_path):
+    root = tmp_path / 'root'
+    shutil.copytree(nus_synthetic, root)
+    info = train_infos(root)
+    truncated = key_frame(root, info[3])
+    truncate(truncated)
+    sweep = root / 'sweeps' / 'LIDAR_TOP' / Path(
+        info[11]['lidar_sweeps'][0]['lidar_points']['lidar_path']).name
+    sweep.unlink()
+    # 20 frames, 2 ranks of 2: 5 iterations a pass, two passes; every
+    # sweep of a frame loaded (10 of 10), so the deleted one is met.
+    config = _small_config(tmp_path / 'small.py', iters=10)
+    proc = start_dist_train(
+        config, tmp_path / 'work', 0, '--data-root', root, '--cfg-options',
+        'train_dataloader.dataset.pipeline.1.sweeps_num=10')
+    out = proc.communicate(timeout=900)[0]
+    assert proc.returncode == 0, out[-6000:]
+    entries = json.loads((tmp_path / 'work' / 'bad_samples.json').read_text())
+    named = {e['file']: e for e in entries}
+    # A file read by several frames is named with the first one met.
+    assert named[str(truncated)]['token'] in owners(info, truncated)
+    assert 'cannot reshape' in named[str(truncated)]['error']
+    assert named[str(sweep)]['token'] in owners(info, sweep)
+    assert named[str(sweep)]['error'].startswith('FileNotFoundError')
+    # Each trained twice (the workers may load some once more ahead).
+    assert named[str(truncated)]['count'] >= 2
+    assert out.count('bad sample replaced: ') == len(entries)
+    assert 'Iter(train) [10/10]' in out
+
+
+@pytest.mark.slow
+def test_half_the_key_frames_missing_stops_before_training(
+        nus_synthetic, tmp_path):
+    root = tmp_path / 'root'
+    shutil.copytree(nus_synthetic, root)
+    info = train_infos(root)
+    for idx in sorted(info)[::2]:
+        key_frame(root, info[idx]).unlink()
+    proc = start_train(_small_config(tmp_path / 'small.py', iters=40),
+                       tmp_path / 'work', '--data-root', root)
+    out = proc.communicate(timeout=600)[0]
+    assert proc.returncode != 0
+    # The config's 20 frames, every other one deleted.
+    [line] = [ln for ln in out.splitlines() if 'files looked at' in ln]
+    assert line.startswith('error: BadSampleHook: 10 of 20 key-frame files '
+                           'looked at are missing'), out[-3000:]
+    assert 'tools/check_data.py' in line
+    assert 'Traceback' not in out and 'Iter(train)' not in out
