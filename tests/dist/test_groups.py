@@ -22,15 +22,20 @@ REPO = Path(__file__).resolve().parents[2]
 #: The default group's timeout: far beyond the side group's.
 DEFAULT_TIMEOUT = 120
 
+#: Rank 1 stays away from rank 0's collective until rank 0 closes its
+#: stdin, or for ``STAY_AWAY`` seconds: then it leaves, and a collective
+#: still waiting on rank 0 fails with the peer gone, not with a timeout.
+STAY_AWAY = 30
+
 RANK1 = """
-import datetime, sys
+import datetime, select, sys
 import torch.distributed as torch_dist
 from projects.mmdet3d_plugin.dist.groups import side_group
 torch_dist.init_process_group(
     'gloo', init_method=sys.argv[1], rank=1, world_size=2,
     timeout=datetime.timedelta(seconds=int(sys.argv[2])))
 side_group(int(sys.argv[2]))
-sys.stdin.read()  # absent from rank 0's collective until it is done
+select.select([sys.stdin], [], [], int(sys.argv[3]))
 torch_dist.destroy_process_group()
 """
 
@@ -40,7 +45,8 @@ def two_ranks():
     """The default group of this process (rank 0) and rank 1."""
     init_method = f'tcp://127.0.0.1:{free_port()}'
     rank1 = subprocess.Popen(
-        [sys.executable, '-c', RANK1, init_method, str(DEFAULT_TIMEOUT)],
+        [sys.executable, '-c', RANK1, init_method, str(DEFAULT_TIMEOUT),
+         str(STAY_AWAY)],
         cwd=REPO, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT, text=True)
     try:

@@ -38,8 +38,8 @@ def test_write_replaces_the_target(durable, tmp_path):
 
 def test_text_is_encoded_and_folders_are_created(tmp_path):
     target = tmp_path / 'a' / 'b' / 'last_checkpoint'
-    atomic_write('épоch', str(target), encoding='utf-16')
-    assert target.read_bytes() == 'épоch'.encode('utf-16')
+    atomic_write('époque', str(target), encoding='utf-16')
+    assert target.read_bytes() == 'époque'.encode('utf-16')
 
 
 def test_permissions_follow_the_umask(tmp_path):

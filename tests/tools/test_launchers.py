@@ -1,6 +1,8 @@
-"""Launchers end to end: tools/dist_train.sh, dist_test.sh, --resume and a
-two-node run, as 2 CPU processes over gloo on the generated data; every
-other tool's one ``error:`` line (or traceback with --debug) on bad input."""
+"""Launchers end to end: tools/dist_train.sh and dist_test.sh (CenterPoint)
+and a two-node run (VoxelNet), as 2 CPU processes over gloo on the
+generated data; every other tool's one ``error:`` line (or traceback with
+--debug) on bad input. ``--resume`` through the launchers:
+``tests/engine/resume/test_exact_resume.py``."""
 import json
 import os
 import subprocess
@@ -86,30 +88,10 @@ def test_dist_test_evaluates_checkpoint(centerpoint_run):
     assert 'pred_instances_3d_NuScenes/NDS' in log
 
 
-def test_resume_continues_from_checkpoint(centerpoint_run, tmp_path):
-    config, work_dir, _ = centerpoint_run
-    resumed = tmp_path / 'resumed'
-    proc = _run([
-        'bash', 'tools/dist_train.sh', config, '2', '--work-dir', resumed,
-        '--resume', work_dir / 'iter_2.pth'
-    ])
-    log = proc.stdout + proc.stderr
-    assert 'resumed epoch: 0, iter: 2' in log
-    assert sorted(_losses(resumed)) == [3, 4]
-    assert (resumed / 'iter_4.pth').is_file()
-
-
-def test_dist_train_voxelnet_two_cpu_processes(tmp_path, nus_synthetic):
-    config = _config(tmp_path, VOXELNET, nus_synthetic, 2)
-    _run(['bash', 'tools/dist_train.sh', config, '2', '--work-dir',
-          tmp_path / 'work'])
-    assert sorted(_losses(tmp_path / 'work')) == [1, 2]
-
-
 def test_two_nodes_on_one_machine(tmp_path, nus_synthetic):
     """NNODES=2: two torchrun agents, one process each, rendezvous on
-    127.0.0.1 and train together."""
-    config = _config(tmp_path, CENTERPOINT, nus_synthetic, 2)
+    127.0.0.1 and train the VoxelNet config together."""
+    config = _config(tmp_path, VOXELNET, nus_synthetic, 2)
     port = str(free_port())
     env = {**os.environ, 'PYTHON': sys.executable, 'NNODES': '2',
            'MASTER_ADDR': '127.0.0.1', 'PORT': port}
@@ -127,6 +109,7 @@ def test_two_nodes_on_one_machine(tmp_path, nus_synthetic):
     # Rank 0 (node 0) logs for both: one process per node, world size 2.
     assert 'rank 0 of 2' in outputs[0]
     assert (tmp_path / 'work' / 'iter_2.pth').is_file()
+    assert sorted(_losses(tmp_path / 'work')) == [1, 2]
 
 
 @requires_no_cuda

@@ -21,8 +21,7 @@ import torch.multiprocessing as mp
 from mmengine.runner import Runner
 
 from projects.mmdet3d_plugin.constants import PREEMPTED_EXIT_CODE
-from projects.mmdet3d_plugin.fileio.atomic import (_deferred_signals,
-                                                   atomic_write, is_temporary)
+from projects.mmdet3d_plugin.fileio.atomic import is_temporary
 from projects.mmdet3d_plugin.cli.run_tool import worker_death_message
 from projects.mmdet3d_plugin.dist.ports import free_port
 
@@ -129,32 +128,6 @@ def test_sigterm_while_saving_keeps_last_checkpoint(tmp_path):
     # SIGTERM waited for the write in progress: no partial file is left.
     assert not [n for n in os.listdir(work) if is_temporary(n)]
     print(f'SIGTERM sent during a checkpoint write: {caught_writing}')
-
-
-@pytest.mark.parametrize('signum', [signal.SIGINT, signal.SIGTERM])
-def test_signals_wait_for_the_write(signum, tmp_path):
-    """A signal raised inside the protected block is delivered after it."""
-    seen = []
-    previous = signal.signal(signum, lambda num, frame: seen.append(num))
-    try:
-        with _deferred_signals():
-            os.kill(os.getpid(), signum)
-            atomic_write(b'x' * 1024, tmp_path / 'file.bin')
-            assert seen == []
-        assert seen == [signum]
-    finally:
-        signal.signal(signum, previous)
-    assert (tmp_path / 'file.bin').read_bytes() == b'x' * 1024
-    assert os.listdir(tmp_path) == ['file.bin']
-
-
-def test_failed_write_keeps_old_file(tmp_path):
-    target = tmp_path / 'last_checkpoint'
-    atomic_write('iter_2.pth', target)
-    with pytest.raises(TypeError):
-        atomic_write(object(), target)  # not bytes: fails mid-way
-    assert target.read_text() == 'iter_2.pth'
-    assert os.listdir(tmp_path) == ['last_checkpoint']
 
 
 @pytest.fixture

@@ -12,7 +12,8 @@ first epoch, a checkpoint every 3 iterations (by iteration). An epoch is
 * 2 ranks, SIGTERM to rank 1 inside iteration 7: the ranks agree to stop
   after iteration 8 (no rank can be past it), the checkpoint of iteration
   8, every rank exits 85, ``--resume`` continues;
-* 2 ranks killed after iteration 7 (checkpoint 6), resumed on 1 process:
+* 2 ranks killed after iteration 7 (checkpoint 6), resumed on 1 process
+  with ``--resume iter_6.pth``:
   the epoch's samples are each trained once;
 * the iteration-based toy (10 iterations, an epoch of 6), one process
   killed after ``iter_4.pth``, a half-written checkpoint left behind:
@@ -108,7 +109,9 @@ def runs(tmp_path_factory):
     second = finish({
         'resume1': start_train(ref, tmp / 'kill1', '--resume'),
         'term2_resume': start_dist_train(ref, tmp / 'term2', 0, '--resume'),
-        'world1': start_train(ref_idx, tmp / 'world2', '--resume'),
+        # A checkpoint named, as users resume from another work dir.
+        'world1': start_train(ref_idx, tmp / 'world2', '--resume',
+                              tmp / 'world2' / 'iter_6.pth'),
         'iter_resume': start_train(iter_killed, tmp / 'iter_kill',
                                    '--resume'),
     })
@@ -176,6 +179,7 @@ def test_sigterm_saves_the_iteration_and_exits_85(runs):
 def test_resume_on_fewer_ranks_trains_each_sample_of_the_epoch_once(runs):
     tmp = runs[0]
     out = _ok(runs, 'world1')
+    assert 'resumed epoch: 1, iter: 6' in out, out[-5000:]
     assert ('data continues at epoch 2, sample 8 of 40 (saved with '
             'world_size 2 x batch_size 4, now 1 x 4: no sample of the epoch '
             'is repeated or skipped, but the batches are grouped '
@@ -183,17 +187,17 @@ def test_resume_on_fewer_ranks_trains_each_sample_of_the_epoch_once(runs):
             'exactly)') in out
     work = tmp / 'world2'
 
-    def records(rank):
+    def indices(rank):
         return [json.loads(x) for x in
                 (work / f'indices_rank{rank}.jsonl').read_text().splitlines()]
 
     # The 2-rank run trained iterations 1-7 and saved iteration 6, the
     # first of epoch 2 (index 1); the 1-process run appended the rest.
-    killed = [records(0)[:7], records(1)]
+    killed = [indices(0)[:7], indices(1)]
     assert [len(r) for r in killed] == [7, 7]
     before = [i for run in killed for it, ep, idx in run
               if ep == 1 and it <= 6 for i in idx]
-    after = [i for it, ep, idx in records(0)[7:] if ep == 1 for i in idx]
+    after = [i for it, ep, idx in indices(0)[7:] if ep == 1 for i in idx]
     assert len(before) == 8 and len(after) == SIZE - 8
     assert sorted(before + after) == list(range(SIZE))
 
