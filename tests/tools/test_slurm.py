@@ -1,8 +1,8 @@
 """``tools/slurm_train.sh`` as the body of real sbatch jobs, on the Slurm
 the ``slurm`` fixture starts (slurmctld and two slurmd on this machine):
-2 tasks on one node, 1 task on each of two nodes, and a job preempted in
-the middle that requeues, resumes and ends with the losses of an
-uninterrupted run; ``tools/slurm_test.sh`` failing from a login node, its
+1 task on each of two nodes, and 2 tasks on one node preempted in the
+middle that requeue, resume and end with the losses of the uninterrupted
+two-node run; ``tools/slurm_test.sh`` failing from a login node, its
 root-cause report in its work dir.
 
 The training is ``fault_helpers``' toy (``tests/helpers/slurm_toy.py``), 2
@@ -74,38 +74,27 @@ def _losses(work_dir: Path) -> dict:
 @pytest.fixture(scope='module')
 def reference(slurm, tmp_path_factory):
     """``sbatch tools/slurm_train.sh`` (the script itself, run from
-    slurmd's spool copy): 2 tasks, uninterrupted; ``{iter: loss}``."""
+    slurmd's spool copy), one task on each of the two nodes (GPUS,
+    GPUS_PER_NODE and CPUS_PER_TASK unset: the job's sizes),
+    uninterrupted; ``{iter: loss}``."""
     tmp = tmp_path_factory.mktemp('reference')
     config = write_paced_config(tmp / 'toy.py', MAX_ITERS)
     job = _submit(slurm, tmp, [
-        '--nodes=1', '--ntasks=2', '--cpus-per-task=1', SCRIPT, PARTITION,
-        'toy', config, tmp / 'work'], GPUS='2', GPUS_PER_NODE='2',
-        CPUS_PER_TASK='1')
+        '--nodes=2', '--ntasks-per-node=1', '--cpus-per-task=1', SCRIPT,
+        PARTITION, 'toy', config, tmp / 'work'])
     info = _finish(slurm, job, tmp)
     return info, tmp, _losses(tmp / 'work')
 
 
-def test_sbatch_two_tasks_trains(reference):
+def test_sbatch_two_nodes_trains(reference):
     info, tmp, losses = reference
     log = (tmp / 'job.out').read_text()
     assert info['ExitCode'] == '0:0' and info['Restarts'] == '0'
-    assert info['NumTasks'] == '2' and info['NodeList'] == 'node1'
+    assert info['NodeList'] == 'node[1-2]' and info['NumNodes'] == '2'
+    assert info['NumTasks'] == '2'
     assert 'initialised a gloo process group on CPU: rank 0 of 2' in log
     assert sorted(losses) == list(range(1, MAX_ITERS + 1))
     assert (tmp / 'work' / f'iter_{MAX_ITERS}.pth').is_file()
-
-
-def test_sbatch_two_nodes(slurm, tmp_path):
-    # GPUS, GPUS_PER_NODE and CPUS_PER_TASK unset: the job's sizes.
-    config = write_paced_config(tmp_path / 'toy.py', max_iters=2)
-    job = _submit(slurm, tmp_path, [
-        '--nodes=2', '--ntasks-per-node=1', '--cpus-per-task=1', SCRIPT,
-        PARTITION, 'toy2', config, tmp_path / 'work'])
-    info = _finish(slurm, job, tmp_path)
-    log = (tmp_path / 'job.out').read_text()
-    assert info['NodeList'] == 'node[1-2]' and info['NumNodes'] == '2'
-    assert 'rank 0 of 2' in log
-    assert sorted(_losses(tmp_path / 'work')) == [1, 2]
 
 
 #: The sbatch script of README's Slurm section, for the toy: exec, so that
@@ -179,13 +168,13 @@ def test_script_requeues_on_the_preempted_status(slurm, tmp_path, preempt):
         assert f'slurm_train.sh: preempted (USR1); requeuing job {job}' in log
 
 
-@pytest.mark.parametrize('preempt', ['requeue', 'usr1'])
-def test_preempted_job_requeues_and_resumes(slurm, reference, tmp_path,
-                                            preempt):
-    """``requeue``: ``scontrol requeue`` (SIGTERM from Slurm to the batch
-    shell and every task; Slurm requeues). ``usr1``: what
-    ``--signal=B:USR1@120`` sends before the time limit (the script
-    forwards it to srun, and requeues the job on status 85)."""
+def test_preempted_job_requeues_and_resumes(slurm, reference, tmp_path):
+    """2 tasks on one node, sent what ``--signal=B:USR1@120`` sends before
+    the time limit: the script forwards it to srun, the tasks save and exit
+    85, the script requeues the job, and the requeued job resumes onto the
+    trajectory of the uninterrupted two-node run. (``scontrol requeue``,
+    Slurm's SIGTERM to the batch shell and every task, is the stand-in
+    test's above; PreemptionHook's SIGTERM: the exact-resume tests.)"""
     # Preempted in the first epoch (6 iterations), resumed into the second.
     config = write_paced_config(tmp_path / 'toy.py', MAX_ITERS, seconds=1.0)
     work = tmp_path / 'work'
@@ -197,10 +186,7 @@ def test_preempted_job_requeues_and_resumes(slurm, reference, tmp_path,
     while not (work / 'iter_4.pth').is_file():
         assert time.monotonic() < deadline, slurm.show_job(job)
         time.sleep(0.2)
-    if preempt == 'requeue':
-        slurm.run(['scontrol', 'requeue', job])
-    else:
-        slurm.run(['scancel', '--batch', '--signal=USR1', job])
+    slurm.run(['scancel', '--batch', '--signal=USR1', job])
     # The requeued attempt starts 2 training processes again: on a loaded
     # 2-core CI machine (4 test workers) that took over 144 s once.
     info = _finish(slurm, job, tmp_path, timeout=420)

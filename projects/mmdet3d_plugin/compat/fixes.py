@@ -2,7 +2,8 @@
 
 :func:`apply_fixes` runs when the plugin registers its classes
 (``projects.mmdet3d_plugin.register_all_modules``): the weights-only
-``torch.load`` of mmengine checkpoints, spconv's backward on CPU, and the
+``torch.load`` of mmengine checkpoints, spconv's backward on CPU, the
+config's text formatted once per content, and the
 switchable fixes (``dbsampler``, ``centerhead_init``) that
 ``MMDET3D_PLUGIN_COMPAT_OFF`` does not switch off (``inventory``).
 """
@@ -10,6 +11,7 @@ from typing import Set
 
 from . import centerhead_init, dbsampler
 from .checkpoints import allow_mmengine_checkpoints
+from .config_text import format_config_text_once
 from .inventory import switched_off
 from .spconv_cpu import let_spconv_train_on_cpu
 
@@ -26,6 +28,7 @@ def apply_fixes() -> Set[str]:
     """
     allow_mmengine_checkpoints()
     let_spconv_train_on_cpu()
+    format_config_text_once()
     off = switched_off()
     for fix in (dbsampler, centerhead_init):
         if fix.NAME not in off and fix.NAME not in applied and fix.apply():

@@ -72,6 +72,17 @@ OVERRIDES = (
                   'numpy': '>=1.24,<2'},
         at_import=True),
     Override(
+        name='config_text_once',
+        where='compat/config_text.py: format_config_text_once',
+        what="replaces the yapf FormatCode that mmengine's config module "
+        'calls in Config.pretty_text by one that remembers its results: '
+        'the Runner, RuntimeInfoHook, the visualizer and every checkpoint '
+        'read pretty_text, each formatting the whole config again',
+        upstream='mmengine.config.config.FormatCode (module global)',
+        remove_when='mmengine caches Config.pretty_text',
+        reviewed={'mmengine': '>=0.10.0,<=0.10.7', 'yapf': '>=0.40.2,<0.44'},
+        at_import=True),
+    Override(
         name='cpu_dist',
         where='compat/cpu_dist.py: init_cpu_dist, CPUDistributedDataParallel',
         what='starts gloo before the Runner (init_dist calls '

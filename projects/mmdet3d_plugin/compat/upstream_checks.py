@@ -216,6 +216,11 @@ CHECKS: Tuple[Check, ...] = (
             'mmengine.logging.HistoryBuffer._statistics_methods'),
     Private('checkpoint_safe_globals', NUMPY,
             'numpy.core.multiarray._reconstruct'),
+    # config_text_once
+    Private('config_text_once', MMENGINE,
+            'mmengine.config.config.FormatCode',
+            "(unformatted_source, filename='<unknown>', style_config=None, "
+            'lines=None, print_diff=False)'),
     # cpu_dist
     Copy('cpu_dist', MMENGINE,
          'mmengine.runner.Runner.wrap_model',
