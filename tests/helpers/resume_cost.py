@@ -72,11 +72,12 @@ def timed_train(config: Path, work: Path, *flags) -> dict:
     return timed_runs((config, work, flags))[0]
 
 
-def checkpoint_at(tmp: Path, exact: bool = True, position: int = AT) -> Path:
-    """A work dir whose newest checkpoint is iteration ``position`` of the
-    epoch (made without load time)."""
+def checkpoint_at(tmp: Path, exact: bool = True, position: int = AT,
+                  size: int = SIZE) -> Path:
+    """A work dir whose newest checkpoint is iteration ``position`` of an
+    epoch of ``size`` (made without load time)."""
     work = tmp / f'late_{"ours" if exact else "stock"}_{position}'
     timed_train(cost_config(tmp / f'make_{exact}_{position}.py', exact,
-                            load_ms=0, stop_after=position,
+                            load_ms=0, stop_after=position, size=size,
                             interval=position), work)
     return work

@@ -136,7 +136,9 @@ def test_hang_is_ended_by_the_watchdog(hung_run):
     # What the run did, not how long the test waited (the fixture's HANG
     # deadline is only a guard): the launcher failed, the ranks exited with
     # the watchdog's status, and the watchdog's own clock says it acted
-    # once the rank had been idle for its timeout, within one round.
+    # once the rank had been idle for its timeout, not before (the upper
+    # bound, 3x a round past the timeout, only catches a watchdog that
+    # waits far longer than it should on a loaded machine).
     out = hung_run['out']
     assert hung_run['proc'].returncode != 0, out[-5000:]
     assert f'exitcode  : {HANG_EXIT_CODE}' in out, out[-5000:]
@@ -144,7 +146,7 @@ def test_hang_is_ended_by_the_watchdog(hung_run):
     idle = re.search(r'no iteration finished for (\d+) s \(timeout '
                      f'{TIMEOUT:g} s', flat)
     assert idle is not None, out[-5000:]
-    assert TIMEOUT <= int(idle.group(1)) < 2 * TIMEOUT + 30, idle.group(0)
+    assert TIMEOUT <= int(idle.group(1)) < 3 * (TIMEOUT + 10), idle.group(0)
 
 
 @pytest.mark.slow

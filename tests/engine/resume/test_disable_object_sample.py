@@ -1,17 +1,18 @@
 """mmdet3d's ``DisableObjectSampleHook(disable_after_epoch=0)`` on the
 shipped full-size pillar02 config (CBGS around the dataset, the
 ``FastObjectSample`` of its GT database), generated data, one iteration
-through ``tools/train.py`` (one process) and ``tools/dist_train.sh`` (2
-gloo ranks), the DataLoader's fork worker included: the hook finds the
+through ``tools/dist_train.sh`` (2 gloo ranks running ``tools/train.py``),
+the DataLoader's fork worker included: the hook finds the
 ObjectSample one level under ``CBGSDataset`` and turns it off before the
-first batch is loaded."""
+first batch is loaded. (One process: ``test_upstream_hooks.py``'s toy
+runs of ``tools/train.py``.)"""
 import re
 import textwrap
 from pathlib import Path
 
 import pytest
 
-from tests.helpers.train_tool import start_dist_train, start_train
+from tests.helpers.train_tool import start_dist_train
 
 REPO = Path(__file__).resolve().parents[3]
 PILLAR02 = (REPO / 'configs' / 'centerpoint' /
@@ -39,15 +40,10 @@ def _config(path: Path) -> Path:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize('launch', ['train.py', 'dist_train.sh'])
-def test_object_sample_off_from_the_first_batch(launch, nus_synthetic,
-                                                tmp_path):
+def test_object_sample_off_from_the_first_batch(nus_synthetic, tmp_path):
     config = _config(tmp_path / 'pillar02_disable.py')
-    flags = ['--data-root', str(nus_synthetic)]
-    if launch == 'train.py':
-        proc = start_train(config, tmp_path / 'work', *flags)
-    else:
-        proc = start_dist_train(config, tmp_path / 'work', 0, *flags)
+    proc = start_dist_train(config, tmp_path / 'work', 0, '--data-root',
+                            str(nus_synthetic))
     out = proc.communicate(timeout=900)[0]
     assert proc.returncode == 0, out[-6000:]
     assert 'CBGSDataset' in out and 'FastObjectSample' in out
@@ -55,5 +51,4 @@ def test_object_sample_off_from_the_first_batch(launch, nus_synthetic,
     state = out.index('ObjectSample disabled before iteration 1: [True]')
     first = re.search(r'Epoch\(train\) +\[1\]\[ *1/', out)
     assert first and disabled < state < first.start(), out[-6000:]
-    if launch == 'dist_train.sh':
-        assert 'gloo process group on CPU: rank 0 of 2' in out, out[-6000:]
+    assert 'gloo process group on CPU: rank 0 of 2' in out, out[-6000:]
