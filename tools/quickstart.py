@@ -8,7 +8,8 @@ sys.path.insert(0, osp.dirname(osp.dirname(osp.abspath(__file__))))
 
 from projects.mmdet3d_plugin.cli.run_tool import run_tool  # noqa: E402
 from projects.mmdet3d_plugin.cli.parsers import add_debug_flag  # noqa: E402
-from projects.mmdet3d_plugin.constants import DEMO_ITERS  # noqa: E402
+from projects.mmdet3d_plugin.constants import (DEMO_ITERS,  # noqa: E402
+                                               REPO_ROOT)
 
 
 def parse_args():
@@ -34,7 +35,10 @@ def parse_args():
 
 
 def quickstart(args) -> int:
-    # The demo's stack loads after the arguments.
+    # A root generated with another seed or size is refused from its
+    # marker, before the demo's stack loads (after the arguments).
+    from projects.mmdet3d_plugin.synthetic.writer import check_generated_root
+    check_generated_root(osp.join(REPO_ROOT, args.data_root))
     from projects.mmdet3d_plugin.demo.quickstart import run_quickstart
     # The summary dict is printed and written to JSON by run_quickstart.
     run_quickstart(args.work_dir, data_root=args.data_root, gpus=args.gpus,

@@ -452,6 +452,44 @@ def _locked(lock_path: Path) -> Iterator[None]:
             fcntl.flock(f, fcntl.LOCK_UN)
 
 
+def check_generated_root(
+        root: Union[str, Path],
+        seed: int = 0,
+        version: str = 'v1.0-mini',
+        config: Optional[SyntheticNuScenesConfig] = None) -> None:
+    """Refuse a root that holds a dataset generated otherwise.
+
+    A root without the generator's marker (e.g. the real v1.0-mini, or
+    none yet) passes.
+
+    Args:
+        root (str | Path): Dataset root.
+        seed (int): Generator seed asked for. Defaults to 0.
+        version (str): Dataset version asked for. Defaults to
+            ``'v1.0-mini'``.
+        config (SyntheticNuScenesConfig, optional): Size knobs asked for.
+            Defaults to ``SyntheticNuScenesConfig()``.
+
+    Raises:
+        ValueError: The marker names another seed, version or config.
+    """
+    root = Path(root)
+    if not (root / MARKER).is_file():
+        return
+    cfg = config if config is not None else SyntheticNuScenesConfig()
+    found = json.loads((root / MARKER).read_text())
+    wanted = _marker(seed, version, cfg)
+    if found.get('generator') in EARLIER_GENERATORS:
+        found = {**found, 'generator': GENERATOR}  # same data
+    if found != wanted:
+        raise ValueError(
+            f'prepare_synthetic_nuscenes: {root} holds a dataset '
+            f'generated with seed={found.get("seed")}, '
+            f'config={found.get("config")}; asked for seed={seed}, '
+            f'config={wanted["config"]}. Use another root or delete '
+            'this one.')
+
+
 def prepare_synthetic_nuscenes(
         root: Union[str, Path],
         seed: int = 0,
@@ -499,18 +537,8 @@ def prepare_synthetic_nuscenes(
     with _locked(root.parent / f'.{root.name}.lock'):
         if not (root / version).is_dir():
             generate_synthetic_nuscenes(root, seed, version, cfg)
-        elif (root / MARKER).is_file():
-            found = json.loads((root / MARKER).read_text())
-            wanted = _marker(seed, version, cfg)
-            if found.get('generator') in EARLIER_GENERATORS:
-                found = {**found, 'generator': GENERATOR}  # same data
-            if found != wanted:
-                raise ValueError(
-                    f'prepare_synthetic_nuscenes: {root} holds a dataset '
-                    f'generated with seed={found.get("seed")}, '
-                    f'config={found.get("config")}; asked for seed={seed}, '
-                    f'config={wanted["config"]}. Use another root or delete '
-                    'this one.')
+        else:
+            check_generated_root(root, seed, version, cfg)
         if not all(
                 p.exists()
                 for p in info_paths(root, version, gt_database=gt_database)):
