@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: install demo test clean-venv
+.PHONY: install demo test test-quick clean-venv
 
 install: $(STAMP)
 
@@ -26,6 +26,14 @@ test: $(STAMP)
 	bash tools/install_test_deps.sh
 	$(VENV)/bin/lint-imports .importlinter
 	$(PY) -m pytest -n $(PYTEST_WORKERS) --dist loadfile tests
+
+# The tier for editing: everything but the real launches of tools and
+# launchers (marker launch) and the shipped full-size configs (full_size);
+# hooks, loops and reports run in-process or in forked ranks there too.
+test-quick: $(STAMP)
+	$(VENV)/bin/lint-imports .importlinter
+	$(PY) -m pytest -n $(PYTEST_WORKERS) --dist loadfile \
+		-m 'not launch and not full_size' tests
 
 clean-venv:
 	rm -rf $(VENV)

@@ -1,9 +1,26 @@
 """The root-cause report that ends a failed distributed launch.
 
-The first part checks the cause table, the frame finder, the error files
-and the causes-versus-victims logic on constructed failures; the second
-runs ``tools/dist_train.sh`` on 2 gloo ranks with a fault injected
-(``failure_faults.py``) and reads the last 40 lines of its output.
+The first part checks the cause table (every cause's classification), the
+frame finder, the error files and the causes-versus-victims logic on
+constructed failures, in process.
+
+The second runs ``tools/train.py`` on 2 gloo ranks with a fault injected
+(``failure_faults.py``):
+
+* in ranks forked from the test process, each with the error file a
+  launcher gives a rank (``tests/helpers/train_tool.py``), the report
+  built in process from those files (``report_failed_run``, what
+  ``tools/failure_report.py`` runs after a failed launch): the subject is
+  the report of what real ranks record, for every rank raising the same
+  error, DDP's unused-parameter error and a DataLoader worker killed by
+  SIGBUS;
+* as real launches (marker ``launch``), one per cause family, where the
+  launcher is the subject: ``tools/dist_train.sh`` with one rank raising
+  (a recorded error; torchrun stops the victim, keeps the error files in
+  the work dir, and the report is the last 40 lines of the output) and one
+  rank SIGKILLed (a signal: only torchrun's exit status names it), and
+  ``tools/slurm_train.sh`` from a login node (srun's tasks, their error
+  files, the report after srun).
 """
 import importlib.util
 import json
@@ -43,6 +60,8 @@ from projects.mmdet3d_plugin.failures.rank_info import (ERROR_FILE_ENV,
 REPO = Path(__file__).resolve().parents[2]
 HELPERS = REPO / 'tests' / 'helpers'
 from tests.helpers.dist_env import wait_or_kill  # noqa: E402
+from tests.helpers.train_tool import (  # noqa: E402
+    fork_dist_train_recorded)
 from tests.helpers.failure_faults import (BAD_BATCH_FAULT, FAULT_MESSAGE,  # noqa: E402
                                           write_failure_config)
 from tests.helpers.slurm_cluster import PARTITION  # noqa: E402
@@ -396,7 +415,7 @@ def test_dist_run_finds_the_work_dir(args, work_dir):
         assert os.path.dirname(log_dir) == f'{work_dir}/torchrun_logs'
 
 
-# -- 2-process runs of tools/dist_train.sh ----------------------------------
+# -- 2-rank runs -------------------------------------------------------------
 
 #: Upper bound for a run that must end by itself; reaching it means a hang.
 HANG = 300
@@ -423,6 +442,24 @@ def _launch(tmp_path, config, world_size=2):
     return proc.returncode, _flat(tail[tail.index(REPORT_HEADER):]), report
 
 
+def _fork(tmp_path, config):
+    """Run tools/train.py in 2 forked ranks, each with its error file,
+    and build the report from those files; return (the ranks' status, the
+    report's text, its JSON), as :func:`_launch`."""
+    work, errors = tmp_path / 'work', tmp_path / 'errors'
+    # report: what real ranks record, read without a launcher
+    ranks = fork_dist_train_recorded(config, work, errors)
+    try:
+        out = ranks.communicate(timeout=HANG)[0]
+    except subprocess.TimeoutExpired:
+        pytest.fail('the ranks hung:\n' + ranks.communicate()[0][-5000:])
+    text, path = report_failed_run(str(errors), ranks.returncode, str(work))
+    assert REPORT_HEADER in text, out[-6000:]
+    print(text)
+    assert path == str(work / FAILURE_REPORT_NAME)
+    return ranks.returncode, _flat(text), json.loads(Path(path).read_text())
+
+
 def _raise_line() -> int:
     source = (HELPERS / 'fault_hooks.py').read_text().splitlines()
     return next(i for i, line in enumerate(source, 1)
@@ -430,10 +467,12 @@ def _raise_line() -> int:
 
 
 @pytest.mark.slow
+@pytest.mark.launch
 def test_one_rank_raises(tmp_path):
     config = write_failure_config(
         tmp_path / 'raise.py',
         hooks=[dict(BAD_BATCH_FAULT, ranks=[1])])
+    # launcher: torchrun stops the victim and keeps the error files
     status, report_text, report = _launch(tmp_path, config)
     assert status == 1
     assert 'First failure: rank 1 on ' in report_text
@@ -451,10 +490,12 @@ def test_one_rank_raises(tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.launch
 def test_one_rank_sigkilled(tmp_path):
     config = write_failure_config(
         tmp_path / 'kill.py',
         hooks=[dict(BAD_BATCH_FAULT, ranks=[1], action='SIGKILL')])
+    # launcher: torchrun's exit status is what names a signal
     status, report_text, report = _launch(tmp_path, config)
     assert status == 1
     assert 'First failure: rank 1 on ' in report_text
@@ -465,12 +506,10 @@ def test_one_rank_sigkilled(tmp_path):
     assert report['cause']['key'] == 'host_oom'
 
 
-@pytest.mark.slow
 def test_every_rank_raises_the_same_error(tmp_path):
     config = write_failure_config(
-        tmp_path / 'all.py',
-        hooks=[dict(BAD_BATCH_FAULT, linger=3)])
-    status, report_text, report = _launch(tmp_path, config)
+        tmp_path / 'all.py', hooks=[BAD_BATCH_FAULT])
+    status, report_text, report = _fork(tmp_path, config)
     assert status == 1
     assert report_text.count(FAULT_MESSAGE) == 1
     assert 'ranks 0, 1 (the same error on every rank):' in report_text
@@ -478,7 +517,6 @@ def test_every_rank_raises_the_same_error(tmp_path):
     assert report['victims'] == []
 
 
-@pytest.mark.slow
 def test_unused_branch_without_the_hook(tmp_path):
     # Rank 1 never runs branch_b; find_unused_parameters=False, no hook.
     config = write_failure_config(
@@ -486,7 +524,7 @@ def test_unused_branch_without_the_hook(tmp_path):
         model=dict(type='ToyBranchModel', rank_branches=['ab', 'a'],
                    with_dead=False),
         dataset=dict(type='ToyBranchDataset', size=32))
-    status, report_text, report = _launch(tmp_path, config)
+    status, report_text, report = _fork(tmp_path, config)
     assert status == 1
     assert 'Expected to have finished reduction' in report_text
     assert 'Likely cause: unused parameters under DDP' in report_text
@@ -495,12 +533,11 @@ def test_unused_branch_without_the_hook(tmp_path):
     assert report['cause']['key'] == 'ddp_unused_parameters'
 
 
-@pytest.mark.slow
 def test_dataloader_worker_killed_by_sigbus(tmp_path):
     config = write_failure_config(
         tmp_path / 'sigbus.py', num_workers=1,
         dataset=dict(type='SigbusWorkerDataset', rank=1))
-    status, report_text, report = _launch(tmp_path, config)
+    status, report_text, report = _fork(tmp_path, config)
     assert status == 1
     assert 'First failure: rank 1 on ' in report_text
     assert 'killed by signal: Bus error' in report_text
@@ -511,6 +548,7 @@ def test_dataloader_worker_killed_by_sigbus(tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.launch
 def test_slurm_train_reports_after_srun(tmp_path, slurm):
     # From a "login node": srun makes a job of its own on the tests' Slurm
     # (the `slurm` fixture); GRES= as its nodes have no GPUs.
@@ -522,7 +560,7 @@ def test_slurm_train_reports_after_srun(tmp_path, slurm):
                MASTER_PORT=str(free_port()), OMP_NUM_THREADS='1', GPUS='2',
                GPUS_PER_NODE='2', CPUS_PER_TASK='1', GRES='')
     env.pop('MMDET3D_PLUGIN_DEBUG', None)
-    proc = subprocess.run(
+    proc = subprocess.run(  # launcher: srun's tasks, then the report
         ['bash', str(REPO / 'tools' / 'slurm_train.sh'), PARTITION, 'job',
          str(config), str(work)],
         cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,

@@ -2,8 +2,9 @@
 
 Imported by the training processes through ``custom_imports`` (with
 the repository on ``PYTHONPATH``). :func:`write_failure_config` writes the
-configs that ``tools/dist_train.sh`` runs on 2 gloo ranks; their hooks are
-``tests/helpers/fault_hooks.py``'s (:data:`BAD_BATCH_FAULT`).
+configs that ``tools/train.py`` runs on 2 gloo ranks (forked ranks, or
+``tools/dist_train.sh``); their hooks are ``tests/helpers/fault_hooks.py``'s
+(:data:`BAD_BATCH_FAULT`).
 """
 import os
 import signal
@@ -64,7 +65,7 @@ def write_failure_config(path: Path,
                          num_workers: int = 0,
                          find_unused_parameters: bool = False,
                          max_iters: int = 4) -> Path:
-    """Write a tiny training config for ``tools/dist_train.sh``.
+    """Write a tiny 2-rank training config for ``tools/train.py``.
 
     ``FaultToyModel`` on ``FaultToyDataset`` (``fault_helpers``) unless
     ``model`` / ``dataset`` say otherwise; no checkpoints; gloo.

@@ -1,14 +1,11 @@
-"""One rank of the evaluation-timeout tests, started as torchrun starts one.
-
-Usage (with RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT set)::
-
-    python -m tests.helpers.metric_wait_runner OUT_DIR DATA_ROOT TIMEOUT \
-        SCENARIOS
+"""The ranks of the evaluation-timeout tests, forked from the test process
+(``train_tool.fork_call(validate_ranks, OUT_DIR, DATA_ROOT, TIMEOUT,
+SCENARIOS)``), and the slow metrics (also imported by configs).
 
 Validates the small synthetic CenterPoint (random weights from seed 0,
 5 boxes per frame) with ``Runner.val`` under ``launcher='pytorch'`` and
 ``env_cfg.dist_cfg.timeout=TIMEOUT`` seconds, once per scenario of the
-JSON list ``SCENARIOS`` (``{"name", "metric", "sleep"}``), in one process
+list ``SCENARIOS`` (``{"name", "metric", "sleep"}``), in one process
 group. ``metric`` is a metric type registered here whose
 ``compute_metrics`` first sleeps ``sleep`` seconds:
 ``SlowSafeNuScenesMetric`` (the plugin's) or ``SlowNuScenesMetric``
@@ -17,9 +14,7 @@ rank evaluates one number and rank 0 fails.
 The outcome goes to ``OUT_DIR/<name>/rank<N>.json``: ``ok``, ``metrics``
 or ``error``.
 """
-import json
 import os
-import sys
 import time
 from pathlib import Path
 
@@ -30,8 +25,7 @@ from mmengine.evaluator import BaseMetric  # noqa: E402
 from mmdet3d.registry import METRICS  # noqa: E402
 
 from projects.mmdet3d_plugin import load_config  # noqa: E402
-from tests.helpers.rank_scenarios import (  # noqa: E402
-    exit_without_teardown, run_scenarios)
+from tests.helpers.rank_scenarios import run_scenarios  # noqa: E402
 from projects.mmdet3d_plugin.cli.runner import (  # noqa: E402
     build_runner, isolate_runner, setup_distributed)
 from projects.mmdet3d_plugin.config.data_root import (  # noqa: E402
@@ -110,13 +104,10 @@ def validate(out: Path, data_root: str, timeout: float, name: str,
         return dict(ok=False, error=f'{type(err).__name__}: {err}')
 
 
-def main() -> int:
-    out, data_root = Path(sys.argv[1]), sys.argv[2]
-    timeout, scenarios = float(sys.argv[3]), json.loads(sys.argv[4])
+def validate_ranks(out: Path, data_root: str, timeout: float,
+                   scenarios: list) -> int:
+    """One rank (``RANK``, ``WORLD_SIZE``, ``MASTER_PORT``, ... set): runs
+    ``scenarios`` in one process group."""
     return run_scenarios(
         out, scenarios,
         lambda scenario: validate(out, data_root, timeout, **scenario))
-
-
-if __name__ == '__main__':
-    exit_without_teardown(main())

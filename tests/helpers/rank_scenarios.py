@@ -1,8 +1,10 @@
-"""What the rank runners share: each scenario's outcome as
-``OUT_DIR/<name>/rank<N>.json``, and an exit that skips the teardown."""
+"""What the rank runners share (``ddp_runner``, ``metric_wait_runner``,
+their ranks forked by ``train_tool.fork_call``): each scenario's outcome
+as ``OUT_DIR/<name>/rank<N>.json``. A rank ends with ``os._exit`` (the
+kit's), so a failed DDP step or a timed-out group leaves no collective for
+an interpreter teardown to wait for."""
 import json
 import os
-import sys
 from pathlib import Path
 from typing import Callable, Iterable
 
@@ -18,11 +20,3 @@ def run_scenarios(out: Path, scenarios: Iterable[dict],
         folder.mkdir(parents=True, exist_ok=True)
         (folder / f'rank{rank}.json').write_text(json.dumps(result))
     return 0
-
-
-def exit_without_teardown(code: int) -> None:
-    """Flush and exit now: a failed DDP step or a timed-out group leaves
-    collectives pending that the interpreter teardown would wait for."""
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(code)

@@ -1,12 +1,11 @@
 """A toy dataset and model that are slow on one rank, for the StragglerHook
 tests.
 
-Imported by the training processes of
-``tests/engine/hooks/test_straggler_hook.py`` through ``custom_imports``
-(the repository on ``PYTHONPATH``). The slow rank is read from ``RANK``,
-which torchrun sets and forked DataLoader workers inherit.
-:func:`write_config` writes the config those tests train with
-``tools/dist_train.sh``.
+Imported by ``tests/engine/hooks/test_straggler_hook.py`` and, through
+``custom_imports``, by the ranks it trains. The slow rank is read from
+``RANK``, which torchrun (and ``tests/helpers/train_tool.py``'s forked
+ranks) set and forked DataLoader workers inherit. :func:`write_config`
+writes the config those tests train in 2 forked ranks.
 """
 import os
 import textwrap

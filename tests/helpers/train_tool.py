@@ -21,7 +21,9 @@ Forked ranks and real launches return objects with ``Popen``'s
 ``communicate`` / ``returncode``, so :func:`finish` runs both side by
 side.
 """
+import functools
 import io
+import json
 import logging
 import os
 import runpy
@@ -32,13 +34,15 @@ import tempfile
 import time
 import traceback
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, Optional, Tuple
 
 import psutil
 
 from projects.mmdet3d_plugin.dist.ports import free_port
 
 REPO = Path(__file__).resolve().parents[2]
+#: What torch elastic names a rank's error file.
+ERROR_FILE = 'error.json'
 
 
 def tool_env(**extra) -> dict:
@@ -105,47 +109,69 @@ def warm() -> None:
 
 
 class ForkedRanks:
-    """Ranks of ``python tools/<tool>.py ARGS`` forked from this process.
+    """Ranks forked from this process, each running ``tools/<tool>.py`` as
+    ``__main__`` (``main`` its ``sys.argv``) or a callable.
 
     Each rank is a child of the test process with its own process group,
     its output (stdout and stderr) in a file of its own, and the
-    environment torchrun gives a rank when ``world_size`` > 1 (one thread
-    each, as torchrun sets ``OMP_NUM_THREADS=1``). Use it as a ``Popen``:
+    environment torchrun gives a rank (``RANK``, ``LOCAL_RANK``,
+    ``WORLD_SIZE``, ``LOCAL_WORLD_SIZE``, ``MASTER_ADDR``, ``MASTER_PORT``;
+    one thread each, as torchrun sets ``OMP_NUM_THREADS=1``) when
+    ``world_size`` > 1 or ``rank_vars``. Use it as a ``Popen``:
     :meth:`communicate` returns the ranks' outputs, one after the other,
     and ``returncode`` is the first non-zero exit status in rank order (a
     signal as ``-N``), else 0; ``returncodes`` has each rank's.
 
     Args:
-        tool (str): ``'train'``, ``'test'``, ... (``tools/<tool>.py``).
-        args (Sequence): The tool's arguments.
-        world_size (int): Ranks. Defaults to 1 (no rank variables set).
+        main (list | callable): ``[script, *args]``, run as ``__main__``;
+            or the rank's work, whose return value (an int, None for 0) or
+            uncaught error is the rank's exit status.
+        world_size (int): Ranks. Defaults to 1.
         env (dict, optional): Variables added to each rank's environment.
+        rank_vars (bool, optional): Set the rank variables with one rank
+            too. Defaults to ``world_size > 1``.
+        errors (Path, optional): Give rank ``r`` the torch elastic error
+            file ``<errors>/<r>/error.json`` (``TORCHELASTIC_ERROR_FILE``,
+            the Slurm launchers' layout), where it records its uncaught
+            error or the hang the watchdog found (:func:`error_files`).
     """
 
-    def __init__(self, tool: str, args: Sequence, world_size: int = 1,
-                 env: Optional[Dict[str, str]] = None) -> None:
+    def __init__(self, main, world_size: int = 1,
+                 env: Optional[Dict[str, str]] = None,
+                 rank_vars: Optional[bool] = None,
+                 errors: Optional[Path] = None) -> None:
         warm()
-        script = str(REPO / 'tools' / f'{tool}.py')
-        argv = [script, *map(str, args)]
+        if callable(main):
+            run, name = main, getattr(main, '__name__', 'call')
+        else:
+            argv = [str(arg) for arg in main]
+            run, name = functools.partial(_run_script, argv), \
+                Path(argv[0]).stem
+        if rank_vars is None:
+            rank_vars = world_size > 1
         port = free_port()
         self.logs: List[str] = []
         self.pids: List[int] = []
         self.returncodes: List[Optional[int]] = [None] * world_size
         for rank in range(world_size):
             rank_env = dict(env or {})
-            if world_size > 1:
+            if rank_vars:
                 rank_env.update(
                     RANK=str(rank), LOCAL_RANK=str(rank),
                     WORLD_SIZE=str(world_size),
                     LOCAL_WORLD_SIZE=str(world_size),
                     MASTER_ADDR='127.0.0.1', MASTER_PORT=str(port))
-            fd, log = tempfile.mkstemp(prefix=f'{tool}-rank{rank}-',
+            if errors is not None:
+                (Path(errors) / str(rank)).mkdir(parents=True, exist_ok=True)
+                rank_env['TORCHELASTIC_ERROR_FILE'] = str(
+                    Path(errors) / str(rank) / ERROR_FILE)
+            fd, log = tempfile.mkstemp(prefix=f'{name}-rank{rank}-',
                                        suffix='.out')
             sys.stdout.flush()
             sys.stderr.flush()
             pid = os.fork()
             if pid == 0:  # the rank: never returns
-                _rank_main(fd, argv, rank_env, world_size > 1)
+                _rank_main(fd, run, rank_env, rank_vars)
             os.close(fd)
             self.logs.append(log)
             self.pids.append(pid)
@@ -210,11 +236,11 @@ class ForkedRanks:
         return out, None
 
 
-def _rank_main(fd: int, argv: List[str], env: Dict[str, str],
-               one_thread: bool) -> None:
-    """The forked rank: its output to ``fd``, ``env`` set, ``argv`` run as
-    ``__main__``, its own children ended, then ``os._exit`` (the test
-    process's exit functions and pytest's frames stay the parent's)."""
+def _rank_main(fd: int, run: Callable[[], Optional[int]],
+               env: Dict[str, str], one_thread: bool) -> None:
+    """The forked rank: its output to ``fd``, ``env`` set, ``run()``,
+    its own children ended, then ``os._exit`` (the test process's exit
+    functions and pytest's frames stay the parent's)."""
     code = 1
     try:
         os.setpgid(0, 0)
@@ -237,10 +263,8 @@ def _rank_main(fd: int, argv: List[str], env: Dict[str, str],
         # Leave the test process's signal handlers (pytest-timeout's
         # alarm) behind.
         signal.signal(signal.SIGALRM, signal.SIG_DFL)
-        sys.argv = list(argv)
         try:
-            runpy.run_path(argv[0], run_name='__main__')
-            code = 0
+            code = run() or 0
         except SystemExit as done:
             if done.code is None or isinstance(done.code, int):
                 code = done.code or 0
@@ -259,6 +283,12 @@ def _rank_main(fd: int, argv: List[str], env: Dict[str, str],
             os._exit(code)
 
 
+def _run_script(argv: List[str]) -> None:
+    """``argv[0]`` run as ``__main__`` with ``sys.argv = argv``."""
+    sys.argv = list(argv)
+    runpy.run_path(argv[0], run_name='__main__')
+
+
 def _retarget_log_streams(old: set) -> None:
     """Point logging's stream handlers that wrote to the test process's
     streams at this rank's."""
@@ -273,45 +303,70 @@ def _retarget_log_streams(old: set) -> None:
                 handler.setStream(sys.stdout)
 
 
-def _end_children(grace: float = 5.) -> None:
-    """Terminate (then kill) what the rank started and left running, as
-    the interpreter's exit would end its daemonic DataLoader workers."""
+def _end_children() -> None:
+    """SIGKILL what the rank started and left running (its DataLoader
+    workers ignore SIGTERM under ``PreemptionHook``, whose exit function
+    kills them so in a rank that exits normally)."""
     children = psutil.Process().children(recursive=True)
     for child in children:
-        try:
-            child.terminate()
-        except psutil.NoSuchProcess:
-            pass
-    _, alive = psutil.wait_procs(children, timeout=grace)
-    for child in alive:
         try:
             child.kill()
         except psutil.NoSuchProcess:
             pass
+    psutil.wait_procs(children, timeout=5)
+
+
+def _tool_argv(tool: str, *args) -> list:
+    return [REPO / 'tools' / f'{tool}.py', *args]
 
 
 def fork_tool(tool: str, *args, world_size: int = 1,
               **env) -> ForkedRanks:
     """``tools/<tool>.py ARGS...`` in ``world_size`` forked ranks
     (``--launcher pytorch`` is the caller's to pass)."""
-    return ForkedRanks(tool, args, world_size, env)
+    return ForkedRanks(_tool_argv(tool, *args), world_size, env)
 
 
 def fork_train(config: Path, work: Path, *flags, **env) -> ForkedRanks:
     """``tools/train.py CONFIG --work-dir WORK FLAGS...`` in one forked
     process (as :func:`start_train` runs it)."""
-    return ForkedRanks('train', [config, '--work-dir', work, *flags], 1,
-                       env)
+    return ForkedRanks(_tool_argv('train', config, '--work-dir', work,
+                                  *flags), 1, env)
 
 
 def fork_dist_train(config: Path, work: Path, *flags, world_size: int = 2,
-                    **env) -> ForkedRanks:
+                    errors: Optional[Path] = None, **env) -> ForkedRanks:
     """``tools/train.py CONFIG --launcher pytorch --work-dir WORK
     FLAGS...`` in ``world_size`` forked ranks over gloo (as
-    ``tools/dist_train.sh CONFIG N`` runs each rank)."""
+    ``tools/dist_train.sh CONFIG N`` runs each rank); with ``errors``,
+    each rank's error file under it (:class:`ForkedRanks`)."""
     return ForkedRanks(
-        'train', [config, '--launcher', 'pytorch', '--work-dir', work,
-                  *flags], world_size, env)
+        _tool_argv('train', config, '--launcher', 'pytorch', '--work-dir',
+                   work, *flags), world_size, env, errors=errors)
+
+
+def fork_dist_train_recorded(config: Path, work: Path, errors: Path, *flags,
+                             world_size: int = 2, **env) -> ForkedRanks:
+    """:func:`fork_dist_train` with each rank's error file under
+    ``errors``."""
+    return fork_dist_train(config, work, *flags, world_size=world_size,
+                           errors=errors, **env)
+
+
+def fork_call(target: Callable, *args, world_size: int = 2,
+              **env) -> ForkedRanks:
+    """``target(*args)`` in ``world_size`` ranks forked from this process
+    over a local rendezvous (the rank variables set, a group of one
+    included), for rank runners that are no tool."""
+    return ForkedRanks(functools.partial(target, *args), world_size, env,
+                       rank_vars=True)
+
+
+def error_files(errors: Path) -> Dict[int, dict]:
+    """``{rank: error file JSON}`` of the ranks that wrote one under
+    ``errors`` (see :class:`ForkedRanks`)."""
+    return {int(path.parent.name): json.loads(path.read_text())
+            for path in Path(errors).glob(f'*/{ERROR_FILE}')}
 
 
 def train_in_process(config: Path, work: Path, *flags) -> int:

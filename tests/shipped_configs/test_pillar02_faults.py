@@ -2,25 +2,30 @@
 and a SIGKILL: its own epoch-based loop, CBGS, ``FastObjectSample``'s GT
 database, multi-sweep loading and augmentation, 2 DataLoader workers,
 ``tools/train.py``, seed 0 (the config sets none), batch 1 over the first 6
-train frames: the first four batches hold frames 3, 5, 2, 4
-(``RecordSamplesHook``).
+train frames: the sampler's first four batches are frames 3, 5, 2, 4
+(``RecordSamplesHook`` records what was trained).
 
 A copy of the generated data is broken three ways: frame ``sample_idx`` 5
 has NaN intensities in its key-frame file; a sweep that frame 2 reads and a
 GT-database file that frame 4 pastes are truncated mid-point (both found by
 loading those samples here, as the run will, and watching Python's ``open``
 audit event). ``BadSampleHook`` runs with ``check_points=False``, so the
-NaN frame reaches the model. Four runs:
+NaN frame reaches the model. Four runs, each ``tools/train.py`` (or
+``tools/replay_step.py``) in a process forked from the test process
+(``fork_train`` / ``fork_tool``: their subjects are the hooks and the loop,
+not the tool's start):
 
-* ``full``: 4 iterations, a checkpoint after each;
+* ``full``: 4 iterations, checkpoints after iterations 1 (where the resume
+  and the replay start) and 4 (the weights checked);
 * ``killed``: SIGKILL after iteration 1; ``resumed``: ``--resume`` from
   ``iter_1.pth``, inside the epoch, to iteration 4;
 * ``replay``: ``tools/replay_step.py`` rebuilds iteration 2 from ``full``'s
   ``iter_1.pth``.
 
-The step of frame 5 is skipped and named (token, NaN points, the voxel
-encoder) and the weights stay finite; the two broken samples are replaced
-and recorded with their files and tokens; the resumed run skips the same
+The steps of frame 5 are skipped (iteration 2, and 4, where it replaces
+frame 4) and named (token, NaN points, the voxel encoder) and the weights
+stay finite; the two broken samples are replaced and recorded with their
+files and tokens; the resumed run skips the same
 step, makes the same replacements and logs the same losses as ``full``.
 """
 import json
@@ -35,7 +40,7 @@ import torch
 
 from tests.helpers.broken_files import owners, train_infos, truncate
 from tests.helpers.run_logs import losses
-from tests.helpers.train_tool import finish, replay_step, start_train
+from tests.helpers.train_tool import finish, fork_tool, fork_train
 
 REPO = Path(__file__).resolve().parents[2]
 PILLAR02 = (REPO / 'configs' / 'centerpoint' /
@@ -44,7 +49,8 @@ FRAMES = 6
 ITERS = 4
 NAN_FRAME = 5
 
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
+pytestmark = [pytest.mark.slow, pytest.mark.full_size,
+              pytest.mark.timeout(1800)]
 
 
 def _config(path: Path, hooks: str = '') -> Path:
@@ -67,7 +73,8 @@ def _config(path: Path, hooks: str = '') -> Path:
         val_dataloader = None
         val_evaluator = None
         default_hooks = dict(
-            checkpoint=dict(_delete_=True, type='CheckpointHook', interval=1,
+            checkpoint=dict(_delete_=True, type='CheckpointHook',
+                            interval={ITERS - 1}, save_begin=1,
                             by_epoch=False),
             logger=dict(type='LoggerHook', interval=1))
         log_processor = dict(by_epoch=False, window_size=1)
@@ -146,12 +153,17 @@ def runs(nus_synthetic, tmp_path_factory):
             "action='SIGKILL')")
     full = _config(tmp / 'full.py')
     done = finish({
-        'full': start_train(full, tmp / 'full', *flags),
-        'killed': start_train(_config(tmp / 'killed.py', kill),
-                              tmp / 'resumed', *flags)}, timeout=1500)
+        # hook: the non-finite guard and the bad-sample hook
+        'full': fork_train(full, tmp / 'full', *flags),
+        # loop: a SIGKILL inside the epoch
+        'killed': fork_train(_config(tmp / 'killed.py', kill),
+                             tmp / 'resumed', *flags)}, timeout=1500)
     done.update(finish({
-        'resumed': start_train(full, tmp / 'resumed', *flags, '--resume'),
-        'replay': replay_step(tmp / 'full', 2)}, timeout=1500))
+        # loop: the exact resume
+        'resumed': fork_train(full, tmp / 'resumed', *flags, '--resume'),
+        # report: the replay of the skipped step
+        'replay': fork_tool('replay_step', tmp / 'full', '--iteration', 2)},
+        timeout=1500))
     return dict(tmp=tmp, done=done, infos=infos, sweep=sweep,
                 gt_file=gt_file)
 

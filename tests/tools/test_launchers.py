@@ -1,12 +1,20 @@
-"""Launchers end to end: tools/dist_train.sh and dist_test.sh (CenterPoint)
-and a two-node run (VoxelNet), as 2 CPU processes over gloo on the
-generated data; every other tool's one ``error:`` line (or traceback with
---debug) on bad input. ``--resume`` through the launchers:
-``tests/engine/resume/test_exact_resume.py``."""
+"""Launchers end to end, real launches (marker ``launch``):
+tools/dist_train.sh and dist_test.sh (CenterPoint) and a two-node run
+(VoxelNet), as 2 CPU processes over gloo on the generated data;
+dist_train.sh's ``DOCTOR=1`` stopping a launch; every other tool's one
+``error:`` line on bad input, one launch per tool. The same bad input with
+``--debug`` runs each tool's ``__main__`` in process: the error leaves it
+for the interpreter to print. torchrun's restarts, its preemption exit
+and ``--resume`` through the launchers:
+``tests/engine/resume/test_exact_resume.py``; a hang ended by the
+watchdog: ``tests/engine/hooks/test_dist_watchdog_hook.py``; the failure
+report: ``tests/failures/test_report.py``."""
 import json
 import os
+import runpy
 import subprocess
 import sys
+import traceback
 from pathlib import Path
 
 import pytest
@@ -63,11 +71,13 @@ def centerpoint_run(tmp_path_factory, nus_synthetic):
     tmp = tmp_path_factory.mktemp('centerpoint')
     config = _config(tmp, CENTERPOINT, nus_synthetic, 4)
     work_dir = tmp / 'work'
+    # launcher: dist_train.sh, 2 CPU processes over gloo
     proc = _run(['bash', 'tools/dist_train.sh', config, '2',
                  '--work-dir', work_dir])
     return config, work_dir, proc
 
 
+@pytest.mark.launch
 def test_dist_train_centerpoint_two_cpu_processes(centerpoint_run):
     config, work_dir, proc = centerpoint_run
     log = proc.stdout + proc.stderr
@@ -78,8 +88,10 @@ def test_dist_train_centerpoint_two_cpu_processes(centerpoint_run):
     assert all(v == v and v < 1e4 for v in losses.values())  # finite
 
 
+@pytest.mark.launch
 def test_dist_test_evaluates_checkpoint(centerpoint_run):
     config, work_dir, _ = centerpoint_run
+    # launcher: dist_test.sh on the checkpoint dist_train.sh wrote
     proc = _run(['bash', 'tools/dist_test.sh', config,
                  work_dir / 'iter_4.pth', '2', '--work-dir',
                  work_dir / 'test'])
@@ -88,6 +100,7 @@ def test_dist_test_evaluates_checkpoint(centerpoint_run):
     assert 'pred_instances_3d_NuScenes/NDS' in log
 
 
+@pytest.mark.launch
 def test_two_nodes_on_one_machine(tmp_path, nus_synthetic):
     """NNODES=2: two torchrun agents, one process each, rendezvous on
     127.0.0.1 and train the VoxelNet config together."""
@@ -96,7 +109,7 @@ def test_two_nodes_on_one_machine(tmp_path, nus_synthetic):
     env = {**os.environ, 'PYTHON': sys.executable, 'NNODES': '2',
            'MASTER_ADDR': '127.0.0.1', 'PORT': port}
     nodes = [
-        subprocess.Popen(
+        subprocess.Popen(  # launcher: a torchrun agent per node
             ['bash', 'tools/dist_train.sh', str(config), '1', '--work-dir',
              str(tmp_path / 'work')],
             cwd=REPO, env={**env, 'NODE_RANK': str(rank)},
@@ -113,6 +126,7 @@ def test_two_nodes_on_one_machine(tmp_path, nus_synthetic):
 
 
 @requires_no_cuda
+@pytest.mark.launch
 def test_doctor_checks_the_train_flags_before_launching(tmp_path,
                                                         nus_synthetic):
     # Without CUDA, --amp fp16 cannot train: the doctor, given the same
@@ -121,7 +135,7 @@ def test_doctor_checks_the_train_flags_before_launching(tmp_path,
     work_dir = tmp_path / 'work'
     env = {**os.environ, 'PYTHON': sys.executable, 'DOCTOR': '1',
            'PORT': str(free_port())}
-    proc = subprocess.run(
+    proc = subprocess.run(  # launcher: DOCTOR=1 runs tools/doctor.py first
         ['bash', 'tools/dist_train.sh', config, '2', '--work-dir', work_dir,
          '--amp', 'fp16'],
         cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
@@ -156,30 +170,53 @@ BAD_INPUTS = [
 ]
 
 
-@pytest.mark.parametrize('debug', [False, True], ids=['one_line', 'debug'])
+def _seed1_root(tmp_path):
+    """quickstart's bad data root: a dataset generated with seed 1, not its
+    0."""
+    (tmp_path / 'seed1_root' / 'v1.0-mini').mkdir(parents=True)
+    (tmp_path / 'seed1_root' / MARKER).write_text(json.dumps(dict(seed=1)))
+
+
+@pytest.mark.launch
 @pytest.mark.parametrize('tool,args,exc_type,named', BAD_INPUTS,
                          ids=[case[0] for case in BAD_INPUTS])
 def test_tool_bad_input_prints_one_error_line(tool, args, exc_type, named,
-                                              debug, tmp_path):
-    # quickstart's data root: a dataset generated with seed 1, not its 0.
-    (tmp_path / 'seed1_root' / 'v1.0-mini').mkdir(parents=True)
-    (tmp_path / 'seed1_root' / MARKER).write_text(json.dumps(dict(seed=1)))
+                                              tmp_path):
+    _seed1_root(tmp_path)
     named = named.format(tmp=tmp_path)
     cmd = [sys.executable, f'tools/{tool}.py',
            *(arg.format(tmp=tmp_path) for arg in args)]
     env = {k: v for k, v in os.environ.items() if k != DEBUG_ENV}
-    proc = subprocess.run(cmd + ['--debug'] * debug, cwd=REPO, env=env,
-                          capture_output=True, text=True, timeout=300)
+    # tool: its bad input, as users run it
+    proc = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True,
+                          text=True, timeout=300)
     err = proc.stderr
     errors = [line for line in err.splitlines() if line.startswith('error: ')]
     assert proc.returncode == 1, err[-3000:]
-    if debug:
-        assert 'Traceback (most recent call last)' in err, err[-3000:]
-        last = err.rstrip().splitlines()[-1]
-        assert last.startswith(f'{exc_type}: ') and named in last, last
-        assert errors == [], err[-3000:]
-    else:
-        assert 'Traceback' not in err, err[-3000:]
-        assert len(errors) == 1 and named in errors[0], err[-3000:]
-        assert f'--debug or {DEBUG_ENV}=1 shows the traceback' in err
+    assert 'Traceback' not in err, err[-3000:]
+    assert len(errors) == 1 and named in errors[0], err[-3000:]
+    assert f'--debug or {DEBUG_ENV}=1 shows the traceback' in err
+    assert not (tmp_path / 'out.py').exists()  # migrate_config wrote nothing
+
+
+@pytest.mark.parametrize('tool,args,exc_type,named', BAD_INPUTS,
+                         ids=[case[0] for case in BAD_INPUTS])
+def test_tool_bad_input_with_debug_keeps_the_traceback(
+        tool, args, exc_type, named, tmp_path, monkeypatch, capsys):
+    """The tool's ``__main__`` in process (its launch is the test above):
+    with ``--debug`` the error leaves it, so the interpreter prints its
+    traceback, ending with the line checked here; no ``error:`` line."""
+    _seed1_root(tmp_path)
+    named = named.format(tmp=tmp_path)
+    script = str(REPO / 'tools' / f'{tool}.py')
+    monkeypatch.delenv(DEBUG_ENV, raising=False)
+    monkeypatch.chdir(REPO)
+    monkeypatch.setattr(sys, 'path', list(sys.path))  # the tool adds ROOT
+    monkeypatch.setattr(sys, 'argv', [
+        script, *(arg.format(tmp=tmp_path) for arg in args), '--debug'])
+    with pytest.raises(Exception) as raised:
+        runpy.run_path(script, run_name='__main__')
+    last = traceback.format_exception_only(raised.value)[-1].strip()
+    assert last.startswith(f'{exc_type}: ') and named in last, last
+    assert 'error: ' not in capsys.readouterr().err
     assert not (tmp_path / 'out.py').exists()  # migrate_config wrote nothing

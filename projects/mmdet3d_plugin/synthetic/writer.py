@@ -42,7 +42,7 @@ import shutil
 import tempfile
 from dataclasses import asdict, replace
 from pathlib import Path
-from typing import Dict, Iterator, List, Optional, Union
+from typing import Dict, Iterator, List, Optional, Sequence, Union
 
 import cv2
 import numpy as np
@@ -376,7 +376,8 @@ def generate_synthetic_nuscenes(
         out_dir: Union[str, Path],
         seed: int = 0,
         version: str = 'v1.0-mini',
-        config: Optional[SyntheticNuScenesConfig] = None) -> Path:
+        config: Optional[SyntheticNuScenesConfig] = None,
+        scenes: Optional[Sequence[str]] = None) -> Path:
     """Write a small synthetic dataset in the nuScenes layout.
 
     The table folder ``<out_dir>/<version>`` is written last, under a
@@ -386,7 +387,9 @@ def generate_synthetic_nuscenes(
     images: about 31 MB (with ``config.points_per_frame=34720``, nuScenes'
     density, about 700 MB). ``v1.0-trainval`` has 850 scenes and
     ``v1.0-test`` 150 (without annotations); keep them small with
-    ``config.samples_per_scene``.
+    ``config.samples_per_scene``, or write a few of their scenes with
+    ``scenes`` (mmdet3d's converter and the devkit's splits take the
+    scenes present).
 
     Args:
         out_dir (str | Path): Dataset root; created if missing.
@@ -398,6 +401,13 @@ def generate_synthetic_nuscenes(
             ``'v1.0-mini'``.
         config (SyntheticNuScenesConfig, optional): Size knobs. Defaults to
             ``SyntheticNuScenesConfig()``.
+        scenes (Sequence[str], optional): Official scene names of
+            ``version`` to write, e.g. a few of the devkit's ``train`` and
+            ``val``; each keeps its place among the version's scenes (its
+            location and log name), but draws from the seeded generator
+            after the scenes written before it, so its contents differ
+            from the full version's. Recorded in the marker. Defaults to
+            None: every scene of the version.
 
     Returns:
         Path: ``out_dir``.
@@ -416,6 +426,15 @@ def generate_synthetic_nuscenes(
         raise TypeError('generate_synthetic_nuscenes: config must be a '
                         'SyntheticNuScenesConfig; got '
                         f'{type(cfg).__name__}.')
+    names = version_scene_names(version)
+    if scenes is not None:
+        unknown = sorted(set(scenes) - set(names))
+        if unknown or not scenes or len(set(scenes)) != len(scenes):
+            raise ValueError(
+                'generate_synthetic_nuscenes: scenes must be distinct '
+                f'official scene names of {version} (at least one); got '
+                f'{len(scenes)}, {len(set(scenes))} distinct, not '
+                f'official: {unknown[:5]}.')
     out = Path(out_dir)
     table_dir = out / version
     if table_dir.exists():
@@ -435,9 +454,13 @@ def generate_synthetic_nuscenes(
     writer = _Writer(out, seed, cfg, annotated=version_is_annotated(version))
     writer.write_static_tables()
     writer.write_maps()
-    for index, name in enumerate(version_scene_names(version)):
-        writer.write_scene(index, name)
-    writer.write_tables(table_dir, _marker(seed, version, cfg))
+    marker = _marker(seed, version, cfg)
+    if scenes is not None:
+        marker['scenes'] = sorted(scenes)
+    for index, name in enumerate(names):
+        if scenes is None or name in scenes:
+            writer.write_scene(index, name)
+    writer.write_tables(table_dir, marker)
     return out
 
 

@@ -1,11 +1,13 @@
-"""Broken files through the tools, on copies of the generated data:
+"""Broken files met by ``BadSampleHook`` in ``tools/train.py``, on copies
+of the generated data, each run in ranks forked from the test process
+(the hook is the subject, not the launcher):
 
-* the small CenterPoint config under ``tools/dist_train.sh`` (2 gloo
-  ranks, 2 workers each), 20 frames, every sweep loaded, one key-frame file
-  truncated mid-point and one sweep file deleted: two passes over the data,
-  rc 0, both files in ``bad_samples.json`` with their tokens;
-* half the key-frame files deleted: the run stops before its first
-  iteration with one line naming the missing files and the fix.
+* the small CenterPoint config on 2 gloo ranks as ``tools/dist_train.sh``
+  runs them (2 workers each), 20 frames, every sweep loaded, one key-frame
+  file truncated mid-point and one sweep file deleted: two passes over the
+  data, rc 0, both files in ``bad_samples.json`` with their tokens;
+* half the key-frame files deleted (one process): the run stops before its
+  first iteration with one line naming the missing files and the fix.
 
 The full-size pillar02 config with broken files:
 ``tests/shipped_configs/test_pillar02_faults.py``."""
@@ -18,7 +20,7 @@ import pytest
 
 from tests.helpers.broken_files import (key_frame, owners, train_infos,
                                         truncate)
-from tests.helpers.train_tool import start_dist_train, start_train
+from tests.helpers.train_tool import fork_dist_train, fork_train
 
 REPO = Path(__file__).resolve().parents[3]
 SMALL = REPO / 'configs' / 'centerpoint' / 'centerpoint_pillar_synthetic.py'
@@ -55,8 +57,8 @@ def test_two_ranks_train_through_a_truncated_key_frame_and_a_lost_sweep(
     # 20 frames, 2 ranks of 2: 5 iterations a pass, two passes; every
     # sweep of a frame loaded (10 of 10), so the deleted one is met.
     config = _small_config(tmp_path / 'small.py', iters=10)
-    proc = start_dist_train(
-        config, tmp_path / 'work', 0, '--data-root', root, '--cfg-options',
+    proc = fork_dist_train(  # hook: files replaced on both ranks
+        config, tmp_path / 'work', '--data-root', root, '--cfg-options',
         'train_dataloader.dataset.pipeline.1.sweeps_num=10')
     out = proc.communicate(timeout=900)[0]
     assert proc.returncode == 0, out[-6000:]
@@ -73,7 +75,6 @@ def test_two_ranks_train_through_a_truncated_key_frame_and_a_lost_sweep(
     assert 'Iter(train) [10/10]' in out
 
 
-@pytest.mark.slow
 def test_half_the_key_frames_missing_stops_before_training(
         nus_synthetic, tmp_path):
     root = tmp_path / 'root'
@@ -81,8 +82,9 @@ def test_half_the_key_frames_missing_stops_before_training(
     info = train_infos(root)
     for idx in sorted(info)[::2]:
         key_frame(root, info[idx]).unlink()
-    proc = start_train(_small_config(tmp_path / 'small.py', iters=40),
-                       tmp_path / 'work', '--data-root', root)
+    proc = fork_train(  # hook: its check before the first iteration
+        _small_config(tmp_path / 'small.py', iters=40), tmp_path / 'work',
+        '--data-root', root)
     out = proc.communicate(timeout=600)[0]
     assert proc.returncode != 0
     # The config's 20 frames, every other one deleted.

@@ -1,11 +1,14 @@
 """DDPUnusedParamHook: per-rank unused parameters, report, crash, preflight.
 
-The distributed cases run real 2-process gloo DDP through the mmengine
-Runner (``tests/ddp_runner.py``, started as torchrun starts ranks); the
-processes start once and train one scenario after the other.
+The distributed cases run real 2-rank gloo DDP through the mmengine Runner
+in ranks forked from the test process (``train_tool.fork_call`` running
+``tests/helpers/ddp_runner.py``'s ``run_ranks``: the hook is the subject,
+not a launcher); the ranks start once and train one scenario after the
+other. The single-process cases and the preflight run in process.
 """
 import importlib.util
 import json
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -20,7 +23,8 @@ from mmdet3d.registry import MODELS
 from projects.mmdet3d_plugin.engine.hooks.ddp_unused_param_hook import (
     DDPUnusedParamHook)
 from projects.mmdet3d_plugin.cli.find_unused import find_unused_parameters
-from tests.helpers.dist_env import start_ranks
+from tests.helpers.ddp_runner import run_ranks
+from tests.helpers.train_tool import fork_call
 from projects.mmdet3d_plugin.engine.unused_params.summary import (
     UnusedParamSummary)
 from projects.mmdet3d_plugin.failures.unused_report import (
@@ -75,15 +79,11 @@ SCENARIOS = [
 def ddp_runs(tmp_path_factory):
     """Run SCENARIOS on 2 gloo ranks; name -> (rank results, report, log)."""
     out = tmp_path_factory.mktemp('ddp')
-    procs = start_ranks('tests.helpers.ddp_runner',
-                        [out, json.dumps(SCENARIOS)], 2, f'{out}/')
+    group = fork_call(run_ranks, out, SCENARIOS)  # hook: under 2-rank DDP
     try:
-        for proc in procs:
-            proc.wait(timeout=240)
-    finally:
-        for proc in procs:
-            if proc.poll() is None:
-                proc.kill()
+        output = group.communicate(timeout=240)[0]
+    except subprocess.TimeoutExpired:
+        output = group.communicate()[0] + '\n(killed after 240 s)'
     runs = {}
     for scenario in SCENARIOS:
         folder = out / scenario['name']
@@ -91,8 +91,8 @@ def ddp_runs(tmp_path_factory):
         for rank in range(2):
             path = folder / f'rank{rank}.json'
             assert path.exists(), (
-                f'{scenario["name"]}: rank {rank} left no result; output:\n' +
-                (out / f'rank{rank}.out').read_text()[-4000:])
+                f'{scenario["name"]}: rank {rank} left no result; output of '
+                f'ranks 0 and 1:\n{output[-6000:]}')
             ranks.append(json.loads(path.read_text()))
         log_dir = Path(ranks[0]['log_dir'])
         report_file = log_dir / 'unused_params.json'

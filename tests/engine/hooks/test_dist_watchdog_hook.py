@@ -1,26 +1,32 @@
 """DistWatchdogHook: a hung rank is found, named with its frame, and the
 job ends with nothing left behind.
 
-* one rank of a 2-process ``tools/dist_train.sh`` run (gloo) sleeps forever
-  at iteration 2: the job ends non-zero soon after ``timeout``, the
-  launcher's output, the rank's torch elastic error file and
-  ``hang_report.txt`` name the stuck rank and frame, and no process of the
-  run (DataLoader workers included) is left;
+The hook's behaviour runs in 2 gloo ranks forked from the test process
+(``fork_dist_train``; their error files in a folder of their own,
+``tests/helpers/train_tool.py``), in process, or as units:
+
+* rank 1 sleeps forever at iteration 2 (forked ranks): both ranks exit with
+  the watchdog's status (75) soon after ``timeout``, the ranks' log lines,
+  their torch elastic error files and ``hang_report.txt`` name the stuck
+  rank and frame, and no process of the run (DataLoader workers included)
+  is left;
 * a rank that raises is not taken for a hang, and the watchdog does not
-  hold the job up;
-* ``action='report'`` in train, val and test loops: one report per stall,
-  training goes on (each stall lasts over 3x the timeout; the test counts
-  the reports of each stall, not of the run, so a slow step elsewhere on
-  a loaded machine does not change the verdict);
+  hold the job up (forked ranks);
+* ``action='report'`` under DDP (forked ranks), and in train, val and test
+  loops (in process): one report per stall, training goes on (each stall
+  of the in-process run lasts over 3x the timeout; the test counts the
+  reports of each stall, not of the run, so a slow step elsewhere on a
+  loaded machine does not change the verdict);
 * the stuck-rank decision, the error file (read back by torch elastic's
   own ``ProcessFailure``) and argument checks.
+
+One real launch (marker ``launch``), whose subject is the launcher: the
+same hang under ``tools/dist_train.sh``, where torchrun reports the
+watchdog's exit status and error files, the launcher's report names the
+stuck rank and frame, and no process of the launch is left.
 """
 import json
-import os
 import re
-import signal
-import subprocess
-import sys
 import time
 import uuid
 from pathlib import Path
@@ -40,7 +46,6 @@ from projects.mmdet3d_plugin.constants import (HANG_EXIT_CODE,
                                                HANG_REPORT_NAME)
 from projects.mmdet3d_plugin.failures.error_files import RankErrorHandler
 from projects.mmdet3d_plugin.engine.hooks import DistWatchdogHook
-from projects.mmdet3d_plugin.dist.ports import free_port
 from projects.mmdet3d_plugin.engine.watchdog.abort import DistWatchdogHang
 from projects.mmdet3d_plugin.engine.watchdog.verdict import (PhaseStatus,
                                                              RankStacks,
@@ -51,11 +56,14 @@ from projects.mmdet3d_plugin.engine.watchdog.hang_text import hang_message
 
 REPO = Path(__file__).resolve().parents[3]
 HELPERS = REPO / 'tests' / 'helpers'
-from tests.helpers.dist_env import wait_or_kill  # noqa: E402
-from tests.helpers.fault_helpers import (FaultToyDataset, FaultToyModel)  # noqa: E402
-from tests.helpers.fault_helpers import write_config  # noqa: E402
+from tests.helpers.train_tool import (error_files,  # noqa: E402
+                                         fork_dist_train_recorded)
+from tests.helpers.fault_helpers import (FaultToyDataset,  # noqa: E402
+                                         FaultToyModel, write_config)
 # registers SleepOnRankHook
 from tests.helpers import hang_helpers  # noqa: E402,F401
+from tests.helpers.train_tool import (fork_dist_train,  # noqa: E402
+                                      start_dist_train)
 
 TIMEOUT = 20
 #: Upper bound for a run that must end by itself; reaching it means a hang.
@@ -65,13 +73,7 @@ SLEEP_LINE = next(
         (HELPERS / 'hang_helpers.py').read_text().splitlines(), 1)
     if 'the hang: this line is the stuck frame' in line)
 STUCK_FRAME = f'tests/helpers/hang_helpers.py:{SLEEP_LINE} in _maybe_sleep'
-
-
-def _env() -> dict:
-    env = dict(os.environ, PYTHONPATH=str(REPO), PYTHON=sys.executable,
-               PORT=str(free_port()), OMP_NUM_THREADS='1')
-    env.pop('MMDET3D_PLUGIN_DEBUG', None)
-    return env
+STUCK = 'rank 1 stuck in train iteration 2 at ' + STUCK_FRAME
 
 
 def _hang_config(tmp_path: Path, hooks: list, max_iters: int = 8) -> Path:
@@ -83,12 +85,14 @@ def _hang_config(tmp_path: Path, hooks: list, max_iters: int = 8) -> Path:
     return config
 
 
-def _launch(config: Path, work: Path) -> subprocess.Popen:
-    return subprocess.Popen(
-        ['bash', str(REPO / 'tools' / 'dist_train.sh'), str(config), '2',
-         '--work-dir', str(work)],
-        cwd=REPO, env=_env(), stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT, text=True, start_new_session=True)
+def _hung_config(tmp: Path) -> Path:
+    """2 ranks; rank 1 sleeps forever before iteration 2 (writing
+    ``tmp/sleeping`` then)."""
+    return _hang_config(tmp, [
+        dict(type='SleepOnRankHook', rank=1, at_iter=2,
+             marker=str(tmp / 'sleeping')),
+        dict(type='DistWatchdogHook', timeout=TIMEOUT),
+    ])
 
 
 def _alive(pids) -> list:
@@ -102,47 +106,67 @@ def _alive(pids) -> list:
     return alive
 
 
-@pytest.fixture(scope='module')
-def hung_run(tmp_path_factory):
-    """2 gloo ranks; rank 1 sleeps forever before iteration 2."""
-    tmp = tmp_path_factory.mktemp('hang')
-    marker = tmp / 'sleeping'
-    config = _hang_config(tmp, [
-        dict(type='SleepOnRankHook', rank=1, at_iter=2, marker=str(marker)),
-        dict(type='DistWatchdogHook', timeout=TIMEOUT),
-    ])
-    proc = _launch(config, tmp / 'work')
-    launcher = psutil.Process(proc.pid)
+def _wait_noting_processes(run, roots: list) -> set:
+    """Wait up to :data:`HANG` s for ``run`` (a launcher or forked ranks),
+    noting every process under ``roots`` meanwhile (DataLoader workers
+    included); kill it and fail past that."""
     tree = set()
     deadline = time.monotonic() + HANG
-    while proc.poll() is None and time.monotonic() < deadline:
-        try:  # every process of the run, DataLoader workers included
-            tree.update(p.pid for p in launcher.children(recursive=True))
-        except psutil.NoSuchProcess:
-            pass
+    while run.poll() is None and time.monotonic() < deadline:
+        for root in roots:
+            try:
+                tree.update(p.pid for p in
+                            psutil.Process(root).children(recursive=True))
+            except psutil.NoSuchProcess:
+                pass
         time.sleep(0.5)
-    if proc.poll() is None:
-        os.killpg(proc.pid, signal.SIGKILL)
-        out, _ = proc.communicate()
+    if run.poll() is None:
+        for pid in _alive(tree):
+            psutil.Process(pid).kill()
+        run.kill()
+        out, _ = run.communicate()
         pytest.fail(f'the hung run was not ended:\n{out[-5000:]}')
-    out, _ = proc.communicate()
-    assert marker.is_file(), out[-5000:]  # rank 1 did fall asleep
+    return tree
+
+
+def _no_process_left(tree: set) -> None:
+    deadline = time.monotonic() + 30
+    while _alive(tree) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not _alive(tree), [psutil.Process(p).cmdline() for p in
+                              _alive(tree)]
+
+
+@pytest.fixture(scope='module')
+def hung_run(tmp_path_factory):
+    """2 forked gloo ranks; rank 1 sleeps forever before iteration 2."""
+    tmp = tmp_path_factory.mktemp('hang')
+    errors = tmp / 'errors'
+    run = fork_dist_train_recorded(  # hook: the watchdog ends the hang
+        _hung_config(tmp), tmp / 'work', errors)
+    tree = set(run.pids) | _wait_noting_processes(run, run.pids)
+    out, _ = run.communicate()
+    assert (tmp / 'sleeping').is_file(), out[-5000:]  # rank 1 fell asleep
     [report] = (tmp / 'work').glob(f'*/{HANG_REPORT_NAME}')
-    return dict(proc=proc, out=out, tree=tree, report=report.read_text())
+    return dict(run=run, out=out, tree=tree, report=report.read_text(),
+                errors=error_files(errors))
 
 
 @pytest.mark.slow
 def test_hang_is_ended_by_the_watchdog(hung_run):
     # What the run did, not how long the test waited (the fixture's HANG
-    # deadline is only a guard): the launcher failed, the ranks exited with
-    # the watchdog's status, and the watchdog's own clock says it acted
+    # deadline is only a guard): both ranks exited with the watchdog's
+    # status, each logged why, and the watchdog's own clock says it acted
     # once the rank had been idle for its timeout, not before (the upper
     # bound, 3x a round past the timeout, only catches a watchdog that
     # waits far longer than it should on a loaded machine).
     out = hung_run['out']
-    assert hung_run['proc'].returncode != 0, out[-5000:]
-    assert f'exitcode  : {HANG_EXIT_CODE}' in out, out[-5000:]
+    assert hung_run['run'].returncodes == [HANG_EXIT_CODE] * 2, out[-5000:]
     flat = ' '.join(out.split())
+    assert f'{HANG_MESSAGE_PREFIX}: {STUCK}' in flat, out[-5000:]
+    for rank in (0, 1):
+        assert f'Ending rank {rank} with exit status {HANG_EXIT_CODE}.' \
+            in flat, out[-5000:]
     idle = re.search(r'no iteration finished for (\d+) s \(timeout '
                      f'{TIMEOUT:g} s', flat)
     assert idle is not None, out[-5000:]
@@ -150,26 +174,13 @@ def test_hang_is_ended_by_the_watchdog(hung_run):
 
 
 @pytest.mark.slow
-def test_hang_launcher_output_names_rank_and_frame(hung_run):
-    tail = '\n'.join(hung_run['out'].splitlines()[-40:])
-    flat = ' '.join(tail.split())  # the launcher's report wraps lines
-    assert HANG_MESSAGE_PREFIX in flat, tail
-    assert 'rank 1 stuck in train iteration 2 at ' + STUCK_FRAME in flat, \
-        tail
-
-
-@pytest.mark.slow
 def test_hang_error_files(hung_run):
-    out = hung_run['out']
-    files = dict(re.findall(r'rank\s+: (\d+) .*?error_file: (\S+)', out,
-                            re.S))
-    assert sorted(files) == ['0', '1'], out[-5000:]
-    for rank, path in files.items():
-        data = json.loads(Path(path).read_text())
+    files = hung_run['errors']
+    assert sorted(files) == [0, 1], hung_run['out'][-5000:]
+    for rank, data in files.items():
         message = data['message']['message']
         assert message.startswith(HANG_MESSAGE_PREFIX), message
-        assert 'rank 1 stuck in train iteration 2 at ' + STUCK_FRAME \
-            in message, message
+        assert STUCK in message, message
         # The traceback torchrun prints is the stuck rank's stack.
         stack = data['message']['extraInfo']['py_callstack']
         assert stack.startswith('Rank 1 (pid '), stack
@@ -177,6 +188,8 @@ def test_hang_error_files(hung_run):
         assert data['message']['extraInfo']['stuck_ranks'] == [1]
         report = data['message']['extraInfo']['hang_report']
         assert report.endswith(HANG_REPORT_NAME) and Path(report).is_file()
+        assert data['message']['extraInfo']['mmdet3d_plugin']['rank'] == \
+            rank
 
 
 @pytest.mark.slow
@@ -199,11 +212,36 @@ def test_hang_leaves_no_process(hung_run):
     tree = hung_run['tree']
     # 2 ranks and their DataLoader workers (1 each) were seen.
     assert len(tree) >= 4, tree
-    deadline = time.monotonic() + 30
-    while _alive(tree) and time.monotonic() < deadline:
-        time.sleep(0.2)
-    assert not _alive(tree), [psutil.Process(p).cmdline() for p in
-                              _alive(tree)]
+    _no_process_left(tree)
+
+
+@pytest.mark.slow
+@pytest.mark.launch
+def test_launcher_reports_the_hang_the_watchdog_ended(tmp_path):
+    # The same hang under tools/dist_train.sh: torchrun sees both ranks
+    # exit with the watchdog's status and reads the error files they
+    # wrote, the launcher's report names the stuck rank and frame, and no
+    # process of the launch (agent, ranks, workers) is left.
+    proc = start_dist_train(  # launcher: torchrun ends a hung run
+        _hung_config(tmp_path), tmp_path / 'work')
+    tree = _wait_noting_processes(proc, [proc.pid])
+    out, _ = proc.communicate()
+    assert (tmp_path / 'sleeping').is_file(), out[-5000:]
+    assert proc.returncode != 0, out[-5000:]
+    assert f'exitcode  : {HANG_EXIT_CODE}' in out, out[-5000:]
+    tail = '\n'.join(out.splitlines()[-40:])
+    flat = ' '.join(tail.split())  # the launcher's report wraps lines
+    assert HANG_MESSAGE_PREFIX in flat, tail
+    assert STUCK in flat, tail
+    files = dict(re.findall(r'rank\s+: (\d+) .*?error_file: (\S+)', out,
+                            re.S))
+    assert sorted(files) == ['0', '1'], out[-5000:]
+    for path in files.values():
+        message = json.loads(Path(path).read_text())['message']['message']
+        assert message.startswith(f'{HANG_MESSAGE_PREFIX}: {STUCK}'), message
+    # The launcher, torchrun's agent, 2 ranks and their workers were seen.
+    assert len(tree) >= 4, tree
+    _no_process_left(tree | {proc.pid})
 
 
 @pytest.mark.slow
@@ -212,11 +250,14 @@ def test_raising_rank_is_not_a_hang(tmp_path):
         dict(type='FailAtIterHook', at_iter=2, ranks=[1]),
         dict(type='DistWatchdogHook', timeout=TIMEOUT),
     ])
-    proc = _launch(config, tmp_path / 'work')
-    out = wait_or_kill(proc, HANG, 'the run hung after rank 1 failed')
-    assert proc.returncode != 0
+    run = fork_dist_train(  # hook: a raising rank is no hang
+        config, tmp_path / 'work')
+    out, _ = run.communicate(HANG)
+    assert run.returncode != 0
+    assert run.returncodes[1] == 1, (run.returncodes, out[-5000:])
     assert 'injected fault: rank 1 fails at iteration 2' in out, out[-5000:]
     assert HANG_MESSAGE_PREFIX not in out, out[-5000:]
+    assert HANG_EXIT_CODE not in run.returncodes
     assert not list((tmp_path / 'work').glob(f'*/{HANG_REPORT_NAME}'))
 
 
@@ -228,9 +269,10 @@ def test_report_action_under_ddp_keeps_training(tmp_path):
         dict(type='SleepOnRankHook', rank=1, at_iter=2, seconds=15),
         dict(type='DistWatchdogHook', timeout=6, action='report'),
     ], max_iters=4)
-    proc = _launch(config, tmp_path / 'work')
-    out = wait_or_kill(proc, HANG, 'the run did not finish')
-    assert proc.returncode == 0, out[-5000:]
+    run = fork_dist_train(  # hook: action='report' under DDP
+        config, tmp_path / 'work')
+    out, _ = run.communicate(HANG)
+    assert run.returncodes == [0, 0], out[-5000:]
     logged = [line for line in out.splitlines()
               if HANG_MESSAGE_PREFIX in line and 'action=report' in line]
     assert len(logged) == 2, logged  # once on each rank

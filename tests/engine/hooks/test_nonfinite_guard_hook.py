@@ -1,18 +1,28 @@
-"""Non-finite steps through the tools users run (``NonFiniteGuardHook`` is
-on by default), on the toys of ``tests/helpers/nonfinite_toys.py``:
+"""Non-finite steps through ``tools/train.py`` (``NonFiniteGuardHook`` is
+on by default), on the toys of ``tests/helpers/nonfinite_toys.py``, each
+run in ranks forked from the test process (the hook is the subject, not
+the launcher):
 
 * ``nan``: 40 shuffled samples, sample 7 with a NaN feature, a BatchNorm
-  layer, 2 gloo ranks under ``tools/dist_train.sh``, 3 epochs: exactly the
-  steps whose batch held sample 7 are skipped, on both ranks, each named
-  with the rank, the sample, the loss term and ``fc1``; rc 0, final weights
-  and BatchNorm statistics finite;
-* ``diverge``: SGD with lr 1e4, 2 ranks: the run stops by itself after 3
-  bad steps in a row, non-zero, the failure report's cause ``nonfinite``;
-  every checkpoint it wrote is finite;
+  layer, 2 gloo ranks as ``tools/dist_train.sh`` runs them, 3 epochs:
+  exactly the steps whose batch held sample 7 are skipped, on both ranks,
+  each named with the rank, the sample, the loss term and ``fc1``; rc 0,
+  final weights and BatchNorm statistics finite;
+* ``diverge``: SGD with lr 1e4, 2 ranks, each with the error file torchrun
+  gives a rank (``tests/helpers/train_tool.py``): the run stops by
+  itself after 3 bad steps in a row, non-zero; ``tools/failure_report.py``
+  on those error files (what ``tools/dist_run.py`` runs after a failed
+  launch) names the cause ``nonfinite``; every checkpoint it wrote is
+  finite;
 * ``poisoned``: a weight made infinite after iteration 5 (one process,
   a checkpoint every iteration; the loss stays finite, tanh saturates):
   ``iter_5.pth`` is not written and the run stops, ``last_checkpoint``
   names ``iter_4.pth``, the last finite one.
+
+``tools/replay_step.py`` runs forked too: its subject here is the step it
+rebuilds from the records; its start-up and bad input are
+``tests/tools/test_startup.py``'s. The failure report after a real
+``tools/dist_train.sh`` launch: ``tests/failures/test_report.py``.
 """
 import json
 from pathlib import Path
@@ -21,9 +31,10 @@ import pytest
 import torch
 
 from projects.mmdet3d_plugin.constants import FAILURE_REPORT_NAME
+from tests.helpers.train_tool import fork_dist_train_recorded
 from tests.helpers.fault_helpers import write_config
-from tests.helpers.train_tool import (finish, replay_step,
-                                      start_dist_train, start_train)
+from tests.helpers.train_tool import (finish, fork_dist_train, fork_tool,
+                                      fork_train)
 
 TOYS = "custom_imports['imports'].append('tests.helpers.nonfinite_toys')\n"
 NAN = ("model = dict(type='BNToyModel')\n"
@@ -46,11 +57,18 @@ def runs(tmp_path_factory):
         tmp / 'poisoned.py', max_iters=20, ckpt_interval=1, num_workers=0,
         custom_hooks=[dict(type='PoisonWeightsHook', at_iter=5)],
         extra=TOYS)
-    return tmp, finish({
-        'nan': start_dist_train(nan, tmp / 'nan'),
-        'diverge': start_dist_train(diverge, tmp / 'diverge'),
-        'poisoned': start_train(poisoned, tmp / 'poisoned'),
+    done = finish({
+        'nan': fork_dist_train(nan, tmp / 'nan'),  # hook: skipped steps
+        # hook: the stop; its ranks' error files make the report
+        'diverge': fork_dist_train_recorded(diverge, tmp / 'diverge',
+                                            tmp / 'diverge_logs'),
+        'poisoned': fork_train(poisoned, tmp / 'poisoned'),  # hook
     })
+    # report: what tools/dist_run.py runs after the failed launch
+    done['report'] = finish({'report': fork_tool(
+        'failure_report', tmp / 'diverge_logs', '--exit-code', 1,
+        '--work-dir', tmp / 'diverge')})['report']
+    return tmp, done
 
 
 def _finite(path: Path) -> bool:
@@ -89,7 +107,8 @@ def test_exactly_the_steps_with_the_nan_sample_are_skipped(runs):
 
 
 def _replayed(work: Path, record: dict) -> str:
-    proc = replay_step(work, record['iteration'])
+    # tool, forked: the subject is the replayed step, not the start-up
+    proc = fork_tool('replay_step', work, '--iteration', record['iteration'])
     out = proc.communicate(timeout=600)[0]
     assert proc.returncode == 0, out[-6000:]
     return out
@@ -127,7 +146,8 @@ def test_a_diverging_run_stops_and_names_the_cause(runs):
     assert [r['in_a_row'] for r in records][-1] == 3
     report = json.loads((work / FAILURE_REPORT_NAME).read_text())
     assert report['cause']['key'] == 'nonfinite', report['cause']
-    assert 'Likely cause: non-finite steps' in out
+    text, code = done['report']
+    assert code == 0 and 'Likely cause: non-finite steps' in text, text
     saved = sorted(work.glob('iter_*.pth'))
     assert saved and all(_finite(p) for p in saved)
     last = Path((work / 'last_checkpoint').read_text().strip())

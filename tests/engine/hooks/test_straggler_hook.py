@@ -1,24 +1,24 @@
-"""StragglerHook: 2 gloo ranks under ``tools/dist_train.sh`` name the slow
-rank and its bound in ``rank_timing.json``.
+"""StragglerHook: 2 gloo ranks name the slow rank and its bound in
+``rank_timing.json``.
+
+The 2-rank runs are ``tools/train.py`` in 2 ranks forked from the test
+process (``fork_dist_train``, as ``tools/dist_train.sh`` runs each rank);
+the three run side by side in one module-scoped fixture:
 
 * rank 1's samples load slowly (``num_workers=0``): ``slowest_rank: 1``,
   ``bound: 'input'`` and the ``num_workers`` that would feed its step;
 * rank 1's forward is slow: ``bound: 'compute'``, and rank 0's compute
   does not contain its wait for rank 1 in DDP's all-reduce;
 * no rank is slowed: ``bound: null``;
+
+and in process:
+
 * one process: the report is written, ``slowest_rank: null``, no group;
   the DataLoader's restart is not counted;
 * argument checks.
-
-The three launches run at once in one module-scoped fixture.
 """
 import json
 import math
-import os
-import signal
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -27,13 +27,13 @@ from mmengine.runner import Runner
 
 import projects.mmdet3d_plugin  # noqa: F401  registers the hook
 from projects.mmdet3d_plugin.cli.runner import isolate_runner
-from projects.mmdet3d_plugin.dist.ports import free_port
 from projects.mmdet3d_plugin.engine.hooks import StragglerHook
 from projects.mmdet3d_plugin.engine.straggler.report import summary_line
 
-REPO = Path(__file__).resolve().parents[3]
-from tests.helpers import straggler_toys  # noqa: E402
-#: Upper bound for the three launches together; reaching it is a failure.
+from tests.helpers import straggler_toys
+from tests.helpers.train_tool import finish, fork_dist_train
+
+#: Upper bound for the three runs together; reaching it is a failure.
 DEADLINE = 300
 #: Sleep per sample (input) and per forward (compute) on the slow rank.
 LOAD_S, FORWARD_S = 0.04, 0.08
@@ -45,41 +45,22 @@ SCENARIOS = dict(
 )
 
 
-def _launch(config: Path, work: Path) -> subprocess.Popen:
-    env = dict(os.environ, PYTHONPATH=str(REPO), PYTHON=sys.executable,
-               PORT=str(free_port()), OMP_NUM_THREADS='1')
-    return subprocess.Popen(
-        ['bash', str(REPO / 'tools' / 'dist_train.sh'), str(config), '2',
-         '--work-dir', str(work)],
-        cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-        text=True, start_new_session=True)
-
-
 @pytest.fixture(scope='module')
 def reports(tmp_path_factory):
-    """The three 2-rank runs, launched together: name -> (report, log)."""
+    """The three 2-rank runs, side by side: name -> (report, log)."""
     tmp = tmp_path_factory.mktemp('straggler')
-    procs = {}
+    runs = {}
     for name, slow in SCENARIOS.items():
         config = straggler_toys.write_config(
             tmp / f'{name}.py', HOOK, max_iters=12, **slow)
-        procs[name] = _launch(config, tmp / name)
-    deadline = time.monotonic() + DEADLINE
-    outs = {}
-    for name, proc in procs.items():
-        try:
-            outs[name], _ = proc.communicate(
-                timeout=max(deadline - time.monotonic(), 1))
-        except subprocess.TimeoutExpired:
-            for other in procs.values():
-                if other.poll() is None:
-                    os.killpg(other.pid, signal.SIGKILL)
-            pytest.fail(f'the {name!r} run did not end in {DEADLINE} s')
+        runs[name] = fork_dist_train(  # hook: the ranks' timing report
+            config, tmp / name)
+    outs = finish(runs, timeout=DEADLINE)
     results = {}
-    for name, proc in procs.items():
-        assert proc.returncode == 0, outs[name][-5000:]
+    for name, (out, code) in outs.items():
+        assert code == 0, out[-5000:]
         [path] = (tmp / name).glob('*/rank_timing.json')
-        results[name] = (json.loads(path.read_text()), outs[name])
+        results[name] = (json.loads(path.read_text()), out)
     return results
 
 

@@ -1,8 +1,9 @@
 """mmdet3d's ``DisableObjectSampleHook(disable_after_epoch=0)`` on the
 shipped full-size pillar02 config (CBGS around the dataset, the
 ``FastObjectSample`` of its GT database), generated data, one iteration
-through ``tools/dist_train.sh`` (2 gloo ranks running ``tools/train.py``),
-the DataLoader's fork worker included: the hook finds the
+in 2 gloo ranks forked from the test process (``fork_dist_train``: each
+runs ``tools/train.py --launcher pytorch`` as ``tools/dist_train.sh``'s
+ranks do), the DataLoader's fork worker included: the hook finds the
 ObjectSample one level under ``CBGSDataset`` and turns it off before the
 first batch is loaded. (One process: ``test_upstream_hooks.py``'s toy
 runs of ``tools/train.py``.)"""
@@ -12,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.train_tool import start_dist_train
+from tests.helpers.train_tool import fork_dist_train
 
 REPO = Path(__file__).resolve().parents[3]
 PILLAR02 = (REPO / 'configs' / 'centerpoint' /
@@ -40,10 +41,12 @@ def _config(path: Path) -> Path:
 
 
 @pytest.mark.slow
+@pytest.mark.full_size
 def test_object_sample_off_from_the_first_batch(nus_synthetic, tmp_path):
     config = _config(tmp_path / 'pillar02_disable.py')
-    proc = start_dist_train(config, tmp_path / 'work', 0, '--data-root',
-                            str(nus_synthetic))
+    # hook: DisableObjectSampleHook under CBGS, in a rank's DataLoader.
+    proc = fork_dist_train(config, tmp_path / 'work', '--data-root',
+                           nus_synthetic)
     out = proc.communicate(timeout=900)[0]
     assert proc.returncode == 0, out[-6000:]
     assert 'CBGSDataset' in out and 'FastObjectSample' in out

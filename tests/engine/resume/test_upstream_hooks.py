@@ -1,5 +1,6 @@
 """Upstream hooks that reach into the train data, through ``tools/train.py``
-and the plugin's default loops (exact resume on), on the toy of
+(run in processes forked from the test process, ``fork_train``) and the
+plugin's default loops (exact resume on), on the toy of
 ``tests/helpers/hook_toys.py``: each sample's logged ``tag`` says what its
 pipeline did, ``l1`` what the model's head was switched to.
 
@@ -23,7 +24,7 @@ import torch
 
 from tests.helpers.hook_toys import CLASSES, write_hook_config
 from tests.helpers.run_logs import records
-from tests.helpers.train_tool import finish, start_train
+from tests.helpers.train_tool import finish, fork_train
 
 EPOCH_ITERS = 10
 HOOKS = [
@@ -54,24 +55,25 @@ WORKERS = {'0-workers': (0, False), '2-persistent': (2, True)}
 def runs(tmp_path_factory):
     tmp = tmp_path_factory.mktemp('upstream_hooks')
     hooks = write_hook_config(tmp / 'hooks.py', HOOKS)
+    # hook: each run's subject is what the hooks do under the loops.
     procs = {
-        'hooks': start_train(hooks, tmp / 'hooks'),
-        'killed': start_train(
+        'hooks': fork_train(hooks, tmp / 'hooks'),
+        'killed': fork_train(
             write_hook_config(tmp / 'killed.py', HOOKS + [KILL]),
             tmp / 'resumed'),
-        'killed2': start_train(
+        'killed2': fork_train(
             write_hook_config(tmp / 'killed2.py', HOOKS + [KILL_EPOCH2]),
             tmp / 'resumed2'),
     }
     for name, (workers, persistent) in WORKERS.items():
-        procs[name] = start_train(write_hook_config(
+        procs[name] = fork_train(write_hook_config(
             tmp / f'{name}.py', SWITCH, max_epochs=2, size=20,
             num_workers=workers, persistent_workers=persistent,
             extra=SWITCH_DATA), tmp / name)
     done = finish(procs)
     done.update(finish(
-        {'resumed': start_train(hooks, tmp / 'resumed', '--resume'),
-         'resumed2': start_train(hooks, tmp / 'resumed2', '--resume')}))
+        {'resumed': fork_train(hooks, tmp / 'resumed', '--resume'),
+         'resumed2': fork_train(hooks, tmp / 'resumed2', '--resume')}))
     return tmp, done
 
 

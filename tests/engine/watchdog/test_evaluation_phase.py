@@ -1,39 +1,39 @@
 """DistWatchdogHook and a long evaluation: judged against the metric's
 ``dist_wait_timeout``, not against the watchdog's ``timeout``.
 
-Two 2-rank gloo runs of ``tools/dist_train.sh`` (torchrun), side by side:
-the small synthetic CenterPoint trains 2 iterations, then validates the 20
-generated val frames with ``SlowSafeNuScenesMetric``
-(``metric_wait_runner.py``), whose ``compute_metrics`` first sleeps
-:data:`SLEEP` s, more than twice the watchdog's ``timeout`` of
-:data:`TIMEOUT` s, with no iteration finishing on any rank meanwhile:
+Two runs of ``tools/train.py`` in 2 gloo ranks forked from the test process
+(``fork_dist_train``, each rank with its torch elastic error file,
+``tests/helpers/train_tool.py``), side by side: the small synthetic
+CenterPoint trains 2 iterations, then validates the 20 generated val frames
+with ``SlowSafeNuScenesMetric`` (``metric_wait_runner.py``), whose
+``compute_metrics`` first sleeps :data:`SLEEP` s, more than twice the
+watchdog's ``timeout`` of :data:`TIMEOUT` s, with no iteration finishing on
+any rank meanwhile:
 
 * with the default ``dist_wait_timeout`` (4 h) the run ends with status 0
   and the metrics: rank 0's evaluation is a declared phase, rank 1 waits in
   it (before the watchdog knew phases, it ended this run as a hang);
 * with ``dist_wait_timeout=30`` the watchdog ends the run (exit status 75
-  on both ranks) just before the wait would time out, and the launcher's
-  report, ``failure_report.json`` and ``hang_report.txt`` name rank 0's
-  evaluation.
+  on both ranks) just before the wait would time out; the ranks' log
+  lines and error files, ``hang_report.txt`` and the failure report built
+  from those error files in process (``report_failed_run``, what
+  ``tools/dist_run.py`` prints after torchrun) name rank 0's evaluation.
 """
 import json
-import os
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
 import pytest
 
-from projects.mmdet3d_plugin.constants import (FAILURE_REPORT_NAME,
-                                               HANG_EXIT_CODE,
+from projects.mmdet3d_plugin.constants import (HANG_EXIT_CODE,
                                                HANG_MESSAGE_PREFIX,
                                                HANG_REPORT_NAME)
-from projects.mmdet3d_plugin.dist.ports import free_port
+from projects.mmdet3d_plugin.failures.report import report_failed_run
 
 REPO = Path(__file__).resolve().parents[3]
-HELPERS = REPO / 'tests' / 'helpers'
-from tests.helpers.dist_env import wait_or_kill  # noqa: E402
+from tests.helpers.train_tool import (error_files,  # noqa: E402
+                                         fork_dist_train_recorded)
+from tests.helpers.train_tool import finish  # noqa: E402
 
 CONFIG = REPO / 'configs' / 'centerpoint' / 'centerpoint_pillar_synthetic.py'
 TIMEOUT = 20  # DistWatchdogHook's timeout, seconds
@@ -44,6 +44,7 @@ HANG = 600
 METRIC = 'NuScenes metric/pred_instances_3d_NuScenes/NDS'
 PHASE = ('rank 0 stuck in evaluation (rank 0 computes '
          'SlowSafeNuScenesMetric.compute_metrics)')
+OVERDUE = f'about to outlast its dist_wait_timeout of {DIST_WAIT} s'
 
 
 def _write_config(path: Path, dist_wait_timeout=None) -> Path:
@@ -78,34 +79,24 @@ def _write_config(path: Path, dist_wait_timeout=None) -> Path:
     return path
 
 
-def _launch(config: Path, work: Path, data_root: Path) -> subprocess.Popen:
-    env = dict(os.environ, PYTHONPATH=str(REPO), PYTHON=sys.executable,
-               PORT=str(free_port()), OMP_NUM_THREADS='1')
-    for name in ('MMDET3D_PLUGIN_DEBUG', 'TORCHRUN_LOG_DIR'):
-        env.pop(name, None)
-    return subprocess.Popen(
-        ['bash', str(REPO / 'tools' / 'dist_train.sh'), str(config), '2',
-         '--work-dir', str(work), '--data-root', str(data_root)],
-        cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-        text=True, start_new_session=True)
-
-
 @pytest.fixture(scope='module')
 def runs(tmp_path_factory, nus_synthetic):
-    """'ok' and 'overdue' -> dict(rc, out, work): both runs, side by side
-    (most of their time is the metric's sleep)."""
+    """'ok' and 'overdue' -> dict(codes, out, work, errors): both runs,
+    side by side (most of their time is the metric's sleep)."""
     tmp = tmp_path_factory.mktemp('watchdog_eval')
-    procs = {}
+    forked = {}
     for name, wait in (('ok', None), ('overdue', DIST_WAIT)):
         config = _write_config(tmp / f'{name}.py', wait)
-        procs[name] = (_launch(config, tmp / name, nus_synthetic),
-                       tmp / name)
+        forked[name] = fork_dist_train_recorded(  # hook: a declared phase
+            config, tmp / name, tmp / f'{name}_errors', '--data-root',
+            nus_synthetic)
+    done = finish(forked, timeout=HANG)
     results = {}
-    for name, (proc, work) in procs.items():
-        out = wait_or_kill(proc, HANG, f'the {name!r} run did not end')
+    for name, (out, _) in done.items():
         # The whole output, for a failure's message to point at.
         (tmp / f'{name}.out').write_text(out)
-        results[name] = dict(rc=proc.returncode, out=out, work=work,
+        results[name] = dict(codes=forked[name].returncodes, out=out,
+                             work=tmp / name, errors=tmp / f'{name}_errors',
                              log=tmp / f'{name}.out')
     return results
 
@@ -114,26 +105,45 @@ def runs(tmp_path_factory, nus_synthetic):
 def test_long_evaluation_within_dist_wait_timeout_is_no_hang(runs):
     run = runs['ok']
     out = run['out']
-    assert run['rc'] == 0, f'{run["log"]}:\n{out[-3000:]}'
+    assert run['codes'] == [0, 0], f'{run["log"]}:\n{out[-3000:]}'
     assert HANG_MESSAGE_PREFIX not in out, out[-6000:]
     assert f'{METRIC}:' in out, out[-6000:]
     assert not list(run['work'].glob(f'*/{HANG_REPORT_NAME}'))
+    assert error_files(run['errors']) == {}
 
 
 @pytest.mark.slow
 def test_evaluation_outlasting_dist_wait_timeout_is_ended_as_a_hang(runs):
     run = runs['overdue']
     out = run['out']
-    assert run['rc'] != 0, f'{run["log"]}:\n{out[-3000:]}'
-    assert out.count(f'exitcode  : {HANG_EXIT_CODE}') == 2, out[-6000:]
+    assert run['codes'] == [HANG_EXIT_CODE] * 2, \
+        f'{run["log"]}:\n{out[-3000:]}'
     assert f'{METRIC}:' not in out
-    # The launcher's last lines: the root-cause report names the phase.
-    tail = ' '.join('\n'.join(out.splitlines()[-40:]).split())
-    assert 'Why the run failed' in tail, out[-6000:]
+    # Each rank logs why it ends, naming the phase.
+    flat = ' '.join(out.split())
+    for rank in (0, 1):
+        assert f'Ending rank {rank} with exit status {HANG_EXIT_CODE}.' \
+            in flat, out[-6000:]
+    assert f'{HANG_MESSAGE_PREFIX}: {PHASE} at ' in flat, out[-6000:]
+    assert OVERDUE in flat, out[-6000:]
+    # Each rank's error file: the message the launcher prints.
+    files = error_files(run['errors'])
+    assert sorted(files) == [0, 1], out[-6000:]
+    for data in files.values():
+        message = data['message']['message']
+        assert message.startswith(
+            f'{HANG_MESSAGE_PREFIX}: {PHASE} at '
+            'tests/helpers/metric_wait_runner.py:'), message
+        assert OVERDUE in message, message
+        assert data['message']['extraInfo']['stuck_ranks'] == [0]
+    # The failure report built from them: the cause, the stuck rank, the
+    # phase (as tools/dist_run.py prints it after torchrun).
+    text, path = report_failed_run(str(run['errors']), 1, str(run['work']))
+    tail = ' '.join(text.split())
+    assert 'Why the run failed' in tail, text
     assert PHASE in tail, tail
-    assert f'about to outlast its dist_wait_timeout of {DIST_WAIT} s' in \
-        tail, tail
-    report = json.loads((run['work'] / FAILURE_REPORT_NAME).read_text())
+    assert OVERDUE in tail, tail
+    report = json.loads(Path(path).read_text())
     assert report['cause']['key'] == 'hang', report
     assert report['stuck_ranks'] == [0], report
     [error] = report['errors']

@@ -1,17 +1,19 @@
 """Rank0EvaluateMixin: an evaluation longer than the job's collective timeout.
 
-Two real gloo ranks (``tests/helpers/metric_wait_runner.py``, started as
-torchrun
-starts ranks) validate the small synthetic CenterPoint with
-``env_cfg.dist_cfg.timeout`` of a few seconds and a metric that sleeps
-longer than that before computing: ``SafeNuScenesMetric`` finishes with
-the metrics of a one-process run, mmdet3d's stock ``NuScenesMetric``
-times out on rank 1. A third, one-rank group gives the reference.
+Two gloo ranks forked from the test process (``train_tool.fork_call``
+running ``tests/helpers/metric_wait_runner.py``'s ``validate_ranks``: the
+metric and the evaluation loop are the subject, not a launcher) validate
+the small synthetic CenterPoint with ``env_cfg.dist_cfg.timeout`` of a few
+seconds and a metric that sleeps longer than that before computing:
+``SafeNuScenesMetric`` finishes with the metrics of a one-process run,
+mmdet3d's stock ``NuScenesMetric`` times out on rank 1. A one-rank group,
+forked beside them, gives the reference. The rest runs in process.
 """
 import copy
 import json
 import pickle
 import re
+import time
 from pathlib import Path
 
 import pytest
@@ -21,10 +23,10 @@ from projects.mmdet3d_plugin.evaluation import (Rank0EvaluateMixin,
                                                 SafeNuScenesMetric)
 from projects.mmdet3d_plugin.evaluation.metrics.rank0_evaluate import (
     DEFAULT_DIST_WAIT_TIMEOUT)
-from tests.helpers.dist_env import start_ranks
+from tests.helpers.metric_wait_runner import validate_ranks
+from tests.helpers.train_tool import fork_call
 
 REPO = Path(__file__).resolve().parents[3]
-RUNNER = 'tests.helpers.metric_wait_runner'
 # env_cfg.dist_cfg.timeout, seconds: also the most two ranks may drift apart
 # before a collective (8 s was too little on a loaded 2-core machine).
 TIMEOUT = 15
@@ -39,15 +41,15 @@ REFERENCE = [dict(name='reference', metric='SlowSafeNuScenesMetric', sleep=0)]
 
 
 def _start(out: Path, data_root: Path, world_size: int, scenarios: list):
-    return start_ranks(RUNNER, [out, data_root, TIMEOUT,
-                                json.dumps(scenarios)], world_size,
-                       f'{out}/w{world_size}_')
+    # loop: the metric's evaluation in a process group of its own.
+    return fork_call(validate_ranks, out, str(data_root), float(TIMEOUT),
+                     scenarios, world_size=world_size)
 
 
 def _result(out: Path, name: str, rank: int, log: str) -> dict:
     path = out / name / f'rank{rank}.json'
     assert path.exists(), (f'{name}: rank {rank} left no result; output:\n' +
-                           (out / log).read_text()[-4000:])
+                           log[-4000:])
     return json.loads(path.read_text())
 
 
@@ -58,22 +60,25 @@ def runs(tmp_path_factory, nus_synthetic):
     out = tmp_path_factory.mktemp('metric_wait')
     pair = _start(out, nus_synthetic, 2, SCENARIOS)
     single = _start(out, nus_synthetic, 1, REFERENCE)
-    try:
-        for proc in single + pair[1:]:
-            proc.wait(timeout=240)
-    finally:
-        # Rank 0 of the stock scenario still sleeps; its outcome is moot.
-        for proc in pair + single:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
+    # Until the reference and the pair's rank 1 are done: rank 0 of the
+    # stock scenario still sleeps then; its outcome is moot.
+    deadline = time.monotonic() + 240
+    while time.monotonic() < deadline:
+        pair.poll()
+        if single.poll() is not None and pair.returncodes[1] is not None:
+            break
+        time.sleep(0.5)
+    rank0_log = Path(pair.logs[0]).read_text()
+    pair.kill()
+    single.kill()
+    logs = [pair.communicate()[0], single.communicate()[0]]
     results = {
-        s['name']: [_result(out, s['name'], r, f'w2_rank{r}.out')
+        s['name']: [_result(out, s['name'], r, logs[0])
                     for r in range(1 if s['name'] == 'stock' else 0, 2)]
         for s in SCENARIOS
     }
-    results['reference'] = [_result(out, 'reference', 0, 'w1_rank0.out')]
-    results['log'] = (out / 'w2_rank0.out').read_text()
+    results['reference'] = [_result(out, 'reference', 0, logs[1])]
+    results['log'] = rank0_log
     return results
 
 
