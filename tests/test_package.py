@@ -1,4 +1,11 @@
-"""Loading the plugin: registration, custom_imports, legacy plugin_dir."""
+"""Loading the plugin: registration, custom_imports, legacy plugin_dir.
+
+What importing the package does is a fresh interpreter's (marker
+``launch``: in the test process it is imported already); a legacy
+``plugin_dir`` is imported by ``prepare_run`` in a process forked from
+this one (the plugin folder's classes stay out of this process).
+"""
+import multiprocessing
 import os
 import subprocess
 import sys
@@ -6,6 +13,9 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from mmdet3d.registry import HOOKS
+
+from projects.mmdet3d_plugin.cli.prepare import prepare_run
 
 REPO = Path(__file__).resolve().parents[1]
 REGISTERED = [
@@ -23,8 +33,9 @@ def _python(code, cwd=REPO, **env):
         env={**os.environ, 'PYTHONPATH': str(REPO), **env})
 
 
+@pytest.mark.launch
 def test_import_registers_into_mmdet3d():
-    # One fresh interpreter: nothing is registered before the import.
+    # launch: one fresh interpreter, nothing registered before the import
     result = _python(f"""
         import mmdet3d.registry as r
         names = {REGISTERED!r}
@@ -38,7 +49,9 @@ def test_import_registers_into_mmdet3d():
     assert result.stdout.strip().endswith('ok'), result.stderr[-3000:]
 
 
+@pytest.mark.launch
 def test_import_has_no_side_effects_beyond_registration(tmp_path):
+    # launch: the process state a fresh import leaves
     result = _python("""
         import multiprocessing as mp, os, torch
         before = set(os.listdir('.'))
@@ -54,7 +67,9 @@ def test_import_has_no_side_effects_beyond_registration(tmp_path):
     assert result.stdout.strip().endswith('ok'), result.stderr[-3000:]
 
 
+@pytest.mark.launch
 def test_custom_imports_config_registers(tmp_path):
+    # launch: custom_imports in an interpreter without the plugin
     cfg = tmp_path / 'cfg.py'
     cfg.write_text(
         "custom_imports = dict(imports=['projects.mmdet3d_plugin'], "
@@ -69,6 +84,15 @@ def test_custom_imports_config_registers(tmp_path):
         print('ok')
     """)
     assert result.stdout.strip().endswith('ok'), result.stderr[-3000:]
+
+
+def _prepare_legacy(cwd, config, found) -> None:
+    """``prepare_run`` of ``config`` from ``cwd``, in a forked process:
+    puts whether the plugin folder's hook was registered."""
+    os.chdir(cwd)
+    sys.path.insert(0, '.')
+    prepare_run(config, 'train', work_dir='work')
+    found.put(HOOKS.get('LegacyPluginHook') is not None)
 
 
 def test_legacy_plugin_dir_is_imported(tmp_path):
@@ -86,20 +110,18 @@ def test_legacy_plugin_dir_is_imported(tmp_path):
     """))
     cfg = tmp_path / 'legacy.py'
     cfg.write_text("plugin = True\nplugin_dir = 'projects_x/my_plugin/'\n")
-    result = _python(f"""
-        import sys
-        sys.path.insert(0, '.')
-        from projects.mmdet3d_plugin.cli.prepare import prepare_run
-        from mmdet3d.registry import HOOKS
-        prepare_run({str(cfg)!r}, 'train', work_dir='work')
-        assert HOOKS.get('LegacyPluginHook') is not None
-        print('ok')
-    """, cwd=tmp_path)
-    assert result.stdout.strip().endswith('ok'), result.stderr[-3000:]
+    # library: prepare_run, forked (the folder's hook stays out of here)
+    ctx = multiprocessing.get_context('fork')
+    found = ctx.SimpleQueue()
+    proc = ctx.Process(target=_prepare_legacy,
+                       args=(tmp_path, str(cfg), found))
+    proc.start()
+    proc.join(timeout=300)
+    assert proc.exitcode == 0
+    assert found.get() is True
 
 
 def test_legacy_plugin_without_dir_is_refused(tmp_path):
-    from projects.mmdet3d_plugin.cli.prepare import prepare_run
     cfg = tmp_path / 'legacy.py'
     cfg.write_text('plugin = True\n')
     with pytest.raises(ValueError, match='plugin_dir'):

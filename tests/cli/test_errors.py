@@ -1,15 +1,14 @@
 """Bad input fails with one message that names the file or key and the fix.
 
 Datasets are built from the generated nuScenes data; tool errors go through
-``tools/train.py``'s code path (:func:`run_tool` around ``cli.train``),
-and one case runs the real script in a subprocess to check what a user
-sees: one ``error:`` line, exit status 1, no traceback.
+``tools/train.py``'s code path (:func:`run_tool` around ``cli.train``) in
+this process, and one case launches the real script (marker ``launch``:
+``tools/train.py``'s bad input, once) to check what a user sees: one
+``error:`` line, exit status 1, no traceback.
 """
 import os
 import pickle
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -24,6 +23,7 @@ from projects.mmdet3d_plugin.cli.run_tool import user_error_message
 REPO = Path(__file__).resolve().parents[2]
 HELPERS = REPO / 'tests' / 'helpers'
 from tests.helpers.fault_helpers import write_config  # noqa: E402
+from tests.helpers.train_tool import start_train  # noqa: E402
 
 INFO = 'nuscenes_infos_val.pkl'
 PREFIX = dict(pts='samples/LIDAR_TOP', sweeps='sweeps/LIDAR_TOP')
@@ -311,6 +311,7 @@ def test_hook_type_errors_are_user_errors():
         HOOKS.build(dict(type='DDPUnusedParamHook', check_iters='3'))
 
 
+@pytest.mark.launch
 def test_train_script_without_plugin_import(tmp_path):
     """The real script: a config that names SafeNuScenesDataset without
     importing the plugin still resolves it (the tools import the plugin),
@@ -325,20 +326,17 @@ def test_train_script_without_plugin_import(tmp_path):
         f"data_root={str(tmp_path / 'nuscenes')!r}, "
         "ann_file='nuscenes_infos_train.pkl', pipeline=[])")
     config.write_text(text)
-    env = dict(os.environ, PYTHONPATH=str(REPO))
-    env.pop('MMDET3D_PLUGIN_DEBUG', None)
-    proc = subprocess.run(
-        [sys.executable, str(REPO / 'tools' / 'train.py'), str(config),
-         '--work-dir', str(tmp_path / 'work')],
-        cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 1, proc.stderr[-3000:]
-    assert 'Traceback' not in proc.stderr, proc.stderr[-3000:]
-    errors = [line for line in proc.stderr.splitlines()
+    # launch: a fresh interpreter, which has not imported the plugin
+    train = start_train(config, tmp_path / 'work')
+    output, _ = train.communicate(timeout=300)
+    assert train.returncode == 1, output[-3000:]
+    assert 'Traceback' not in output, output[-3000:]
+    errors = [line for line in output.splitlines()
               if line.startswith('error: ')]
     assert errors == [
         f"error: SafeNuScenesDataset: data_root "
         f"'{tmp_path / 'nuscenes'}' is not a folder (absolute: "
         f"'{tmp_path / 'nuscenes'}'); set data_root to the nuScenes folder "
         'that holds samples/, sweeps/ and the info .pkl files.'
-    ], proc.stderr[-3000:]
+    ], output[-3000:]
     assert not list((tmp_path / 'work').glob('*.pth'))

@@ -4,19 +4,32 @@ Its configs say ``plugin = True, plugin_dir = 'projects/mmdet3d_plugin/'``:
 the module name of this package. Run from that repository, our tools stop
 with one error naming both folders instead of importing one of the two;
 ``plugin_dir`` naming this package's own folder is this package.
+
+``tools/train.py`` started from their repository is a real launch (marker
+``launch``: which ``projects`` package the script imports is decided by its
+start-up there). The doctor's check runs in this process, and the renamed
+plugin's import from their repository in a process forked from this one
+(their folder's classes stay out of this process), each from their
+repository as working directory.
 """
+import contextlib
 import json
+import multiprocessing
 import os
 import subprocess
 import sys
 import textwrap
+import uuid
 from pathlib import Path
 
 import pytest
 from mmengine.config import Config
+from mmengine.logging import MMLogger
 
 from projects.mmdet3d_plugin.config.plugin_dir import (
     PluginDirCollisionError, import_plugins, plugin_dir_collision)
+from projects.mmdet3d_plugin.doctor.preflight import main as doctor_main
+from tests.helpers.train_tool import train_in_process, warm
 
 REPO = Path(__file__).resolve().parents[2]
 OURS = REPO / 'projects' / 'mmdet3d_plugin'
@@ -55,10 +68,37 @@ def _tool(tool, *args, cwd):
         cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
 
 
+def _train_in(cwd: Path, out: Path, config: Path, work: Path,
+              *flags) -> None:
+    """The forked process of :func:`_train_from`."""
+    os.chdir(cwd)
+    with open(out, 'w') as f, contextlib.redirect_stdout(f), \
+            contextlib.redirect_stderr(f):
+        # The current logger (print_log's) writes here too.
+        MMLogger.get_instance(f'their_repo_{uuid.uuid4().hex[:8]}')
+        code = train_in_process(config, work, *flags)
+    sys.exit(code)
+
+
+def _train_from(cwd: Path, config: Path, work: Path, *flags):
+    """``tools/train.py CONFIG --work-dir WORK FLAGS`` from ``cwd`` (their
+    repository) in a process forked from this one; its output and exit
+    status. (The kit's forked ranks start in this repository.)"""
+    warm()
+    out = work.parent / 'train.out'
+    proc = multiprocessing.get_context('fork').Process(
+        target=_train_in, args=(cwd, out, config, work, *flags))
+    proc.start()
+    proc.join(timeout=600)
+    return out.read_text(), proc.exitcode
+
+
+@pytest.mark.launch
 def test_train_stops_with_one_error_naming_both_folders(tmp_path):
     repo = tmp_path / 'uniad'
     config = _their_repo(repo)
     work = tmp_path / 'work'
+    # launch: the script started from their repository
     result = _tool('train.py', config, '--work-dir', work, '--cfg-options',
                    'train_cfg.max_iters=1', cwd=repo)
     out = result.stdout + result.stderr
@@ -79,15 +119,17 @@ def test_train_stops_with_one_error_naming_both_folders(tmp_path):
     assert not (repo / 'work_dirs').exists()
 
 
-def test_doctor_fails_config_plugin_with_the_fix(tmp_path):
+def test_doctor_fails_config_plugin_with_the_fix(tmp_path, monkeypatch,
+                                                 capsys):
     repo = tmp_path / 'uniad'
     config = _their_repo(repo)
     report = tmp_path / 'doctor.json'
-    result = _tool('doctor.py', config, '--iters', '1', '--json', report,
-                   cwd=repo)
-    out = result.stdout + result.stderr
-    assert result.returncode == 1, out[-3000:]
-    assert 'Traceback' not in out
+    monkeypatch.chdir(repo)
+    # library: the doctor's checks, from their repository
+    assert doctor_main([str(config), '--iters', '1', '--json',
+                        str(report)]) == 1
+    printed = capsys.readouterr()
+    assert 'Traceback' not in printed.out + printed.err
     lines = {line['check']: line for line in json.loads(report.read_text())}
     assert lines['config.load']['status'] == 'pass', lines['config.load']
     plugin = lines['config.plugin']
@@ -96,16 +138,17 @@ def test_doctor_fails_config_plugin_with_the_fix(tmp_path):
         plugin['detail']
     assert f'same module name as this package ({OURS})' in plugin['detail']
     assert "plugin_dir='uniad_plugin/'" in plugin['fix']
-    assert '[FAIL] config.plugin' in result.stdout
+    assert '[FAIL] config.plugin' in printed.out
 
 
 def test_renamed_plugin_is_imported_from_their_repository(tmp_path):
     # The fix the error gives: a top-level module name of its own.
     repo = tmp_path / 'uniad'
     config = _their_repo(repo, plugin_dir='uniad_plugin/')
-    result = _tool('train.py', config, '--work-dir', tmp_path / 'work',
-                   '--cfg-options', 'train_cfg.max_iters=1', cwd=repo)
-    out = result.stdout + result.stderr
+    # library: the config's plugin import, forked, from their repository
+    out, code = _train_from(repo, config, tmp_path / 'work', '--cfg-options',
+                            'train_cfg.max_iters=1')
+    assert code == 1, out[-3000:]
     assert "imported plugin_dir 'uniad_plugin/' from " \
         f"{(repo / 'uniad_plugin').resolve()}" in out, out[-3000:]
     # It goes on to the data, which this repository does not have: the

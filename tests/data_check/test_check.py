@@ -2,7 +2,11 @@
 generated nuScenes root with planted faults: a key frame truncated in the
 middle of a point, a sweep deleted, a GT-database object truncated, a NaN in
 a key frame and a camera image that is not one. The faults are planted in
-files of the doctor's sample, so its check must find them too."""
+files of the doctor's sample, so its check must find them too.
+
+The checks run in this process, the tool on the broken root in a process
+forked from this one (``fork_tool``); its answers before the heavy stack
+loads are a real launch (marker ``launch``)."""
 import copy
 import json
 import os
@@ -29,6 +33,7 @@ from projects.mmdet3d_plugin.doctor.checks import files as doctor_files
 from projects.mmdet3d_plugin.doctor.context import (DoctorContext,
                                                     DoctorOptions)
 from projects.mmdet3d_plugin.doctor.preflight import _checks
+from tests.helpers.train_tool import fork_tool
 
 REPO = Path(__file__).resolve().parents[2]
 PILLAR02 = str(REPO / 'configs' / 'centerpoint' /
@@ -37,15 +42,6 @@ SYNTHETIC = str(REPO / 'configs' / 'centerpoint' /
                 'centerpoint_pillar_synthetic.py')
 CAMERAS = ('CAM_FRONT', 'CAM_FRONT_RIGHT', 'CAM_FRONT_LEFT', 'CAM_BACK',
            'CAM_BACK_LEFT', 'CAM_BACK_RIGHT')
-
-
-def _tool(*args):
-    env = dict(os.environ, PYTHONPATH=str(REPO))
-    env.pop('MMDET3D_PLUGIN_DEBUG', None)
-    return subprocess.run(
-        [sys.executable, str(REPO / 'tools' / 'check_data.py'),
-         *map(str, args)], cwd=REPO, env=env, capture_output=True,
-        text=True, timeout=600)
 
 
 @pytest.fixture(scope='module')
@@ -156,17 +152,19 @@ def test_clean_root_passes(config, kinds, nus_synthetic, tmp_path, capsys):
 
 def test_tool_names_broken_files_and_samples(broken, tmp_path):
     out = tmp_path / 'data_check.json'
-    proc = _tool(PILLAR02, '--data-root', broken['root'], '--json', out,
-                 '--workers', '2')
-    assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-3000:]
-    lines = proc.stdout.splitlines()
+    tool = fork_tool(  # library: the data check, through its script
+        'check_data', PILLAR02, '--data-root', broken['root'], '--json', out,
+        '--workers', '2')
+    output, _ = tool.communicate(timeout=600)
+    assert tool.returncode == 1, output[-6000:]
+    lines = output.splitlines()
     for kind in ('lidar', 'sweep', 'gt'):
         file = broken[kind]
         line = next(line for line in lines if file.path in line)
         assert line.startswith(file.kind) and file.token in line, line
     assert 'missing' in next(line for line in lines
                              if broken['sweep'].path in line)
-    assert '\r' not in proc.stderr  # no progress bar when not a terminal
+    assert '\r' not in output  # no progress bar when not a terminal
     report = json.loads(out.read_text())
     assert report['broken_files'] == 3 and report['mode'] == 'stat'
     listed = {b['path']: b for b in report['broken']}
@@ -180,9 +178,11 @@ def test_tool_names_broken_files_and_samples(broken, tmp_path):
     assert report['counts']['sweep']['broken'] == 1
 
 
+@pytest.mark.launch
 def test_help_and_a_missing_config_before_the_stack(tmp_path):
     """``--help`` answers, and a missing config is one error line with
     status 2, before torch, mmcv or mmdet3d load."""
+    # launch: what a fresh interpreter running the script loads
     probe = ('import json, runpy, sys\n'
              'sys.argv = sys.argv[1:]\n'
              'try:\n'

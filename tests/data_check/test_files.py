@@ -1,6 +1,7 @@
 """The files a config's pipelines open, listed from the shipped configs and
 the generated nuScenes root (mmdet3d's infos and GT database), against what
-the info files say."""
+the info files say; that listing and checking load none of the heavy stack
+is a fresh interpreter's (marker ``launch``)."""
 import copy
 import os
 import pickle
@@ -170,7 +171,9 @@ def test_config_errors_name_the_key_and_fix(configs, nus_synthetic, change,
         data_files(cfg, data_root=str(nus_synthetic))
 
 
+@pytest.mark.launch
 def test_listing_and_checking_load_no_heavy_module():
+    # launch: what a fresh interpreter loads with these modules
     code = ('import sys\n'
             'import projects.mmdet3d_plugin.data_check.files\n'
             'import projects.mmdet3d_plugin.data_check.check\n'

@@ -1,12 +1,11 @@
-"""Serialized infos in shared memory: size, attachment and cleanup."""
+"""Serialized infos in shared memory: size, attachment and cleanup (the
+owner killed, and a dead process, are processes forked from this one)."""
 import gc
+import multiprocessing
 import os
 import pickle
 import signal
-import subprocess
-import sys
-import textwrap
-from pathlib import Path
+import time
 
 import numpy as np
 import pytest
@@ -22,7 +21,6 @@ from projects.mmdet3d_plugin.datasets.shared_infos import (FILE_PREFIX,
                                                            sweep_stale_files)
 from tests.helpers.synthetic_infos import write_synthetic_infos
 
-REPO = Path(__file__).resolve().parents[2]
 PREFIX = dict(pts='samples/LIDAR_TOP', sweeps='sweeps/LIDAR_TOP')
 PIPELINE = [
     dict(type='LoadAnnotations3D', with_bbox_3d=True, with_label_3d=True),
@@ -145,32 +143,31 @@ def test_serialize_data_false_pickles_by_value(info_files):
     assert _open_info_files() == []
 
 
+def _hold_infos(ready) -> None:
+    """A process that holds 64 MB of infos until it is killed."""
+    shared = SharedArrays([np.ones(64 << 20, dtype=np.uint8)])  # noqa: F841
+    ready.set()
+    time.sleep(300)
+
+
 def test_nothing_left_after_sigkill():
-    # The owner holds 64 MB of infos and is killed without any cleanup.
-    # Only shared_infos.py is loaded, to keep the subprocess light.
-    module = REPO / 'projects/mmdet3d_plugin/datasets/shared_infos.py'
-    code = textwrap.dedent(f"""
-        import importlib.util, time
-        import numpy as np
-        spec = importlib.util.spec_from_file_location('si', {str(module)!r})
-        si = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(si)
-        shared = si.SharedArrays([np.ones(64 << 20, dtype=np.uint8)])
-        print('ready', flush=True)
-        time.sleep(300)
-    """)
-    proc = subprocess.Popen([sys.executable, '-c', code],
-                            stdout=subprocess.PIPE,
-                            text=True)
+    # The owner, forked from this process, holds 64 MB of infos and is
+    # killed without any cleanup.
+    ctx = multiprocessing.get_context('fork')
+    ready = ctx.Event()
+    proc = ctx.Process(target=_hold_infos, args=(ready, ))
+    proc.start()
     try:
-        assert proc.stdout.readline().strip() == 'ready'
-        held = _open_info_files(proc.pid)
+        assert ready.wait(60)
+        # Its own file (it also inherited this process's descriptors).
+        held = [h for h in _open_info_files(proc.pid)
+                if f'{FILE_PREFIX}{proc.pid}-' in h]
         assert held and all('(deleted)' in h for h in held), held
         assert not any(f'-{proc.pid}-' in n for n in _named_info_files())
     finally:
-        proc.send_signal(signal.SIGKILL)
-        proc.wait(timeout=60)
-    assert proc.returncode == -signal.SIGKILL
+        proc.kill()
+        proc.join(timeout=60)
+    assert proc.exitcode == -signal.SIGKILL
     assert not any(f'-{proc.pid}-' in n for n in _named_info_files())
     # No process holds it any more, so the kernel has freed it.
     for pid in filter(str.isdigit, os.listdir('/proc')):
@@ -182,10 +179,10 @@ def test_nothing_left_after_sigkill():
 
 
 def test_stale_files_of_dead_processes_are_swept(tmp_path):
-    dead = subprocess.run(
-        [sys.executable, '-c', 'import os; print(os.getpid())'],
-        capture_output=True,
-        text=True).stdout.strip()
+    dead = os.fork()
+    if dead == 0:  # a child that ends at once
+        os._exit(0)
+    os.waitpid(dead, 0)
     stale = tmp_path / f'{FILE_PREFIX}{dead}-abc'
     alive = tmp_path / f'{FILE_PREFIX}{os.getppid()}-def'
     mine = tmp_path / f'{FILE_PREFIX}{os.getpid()}-ghi'

@@ -2,14 +2,13 @@
 collectives time out after its own timeout, not the default group's.
 
 A real 2-rank gloo group on a local TCP rendezvous: rank 0 is this
-process, rank 1 a bare Python process that joins the default group, makes
-the same ``side_group`` call and then stays away from the collective, so
-that rank 0's all-reduce on the side group can only end by its timeout.
+process, rank 1 a process forked from it (before rank 0 joins) that joins
+the default group, makes the same ``side_group`` call and then stays away
+from the collective, so that rank 0's all-reduce on the side group can
+only end by its timeout.
 """
 import datetime
-import subprocess
-import sys
-from pathlib import Path
+import multiprocessing
 
 import pytest
 import torch
@@ -18,37 +17,33 @@ import torch.distributed as torch_dist
 from projects.mmdet3d_plugin.dist.groups import side_group
 from projects.mmdet3d_plugin.dist.ports import free_port
 
-REPO = Path(__file__).resolve().parents[2]
 #: The default group's timeout: far beyond the side group's.
 DEFAULT_TIMEOUT = 120
 
-#: Rank 1 stays away from rank 0's collective until rank 0 closes its
-#: stdin, or for ``STAY_AWAY`` seconds: then it leaves, and a collective
-#: still waiting on rank 0 fails with the peer gone, not with a timeout.
+#: Rank 1 stays away from rank 0's collective until rank 0 is done, or for
+#: ``STAY_AWAY`` seconds: then it leaves, and a collective still waiting on
+#: rank 0 fails with the peer gone, not with a timeout.
 STAY_AWAY = 30
 
-RANK1 = """
-import datetime, select, sys
-import torch.distributed as torch_dist
-from projects.mmdet3d_plugin.dist.groups import side_group
-torch_dist.init_process_group(
-    'gloo', init_method=sys.argv[1], rank=1, world_size=2,
-    timeout=datetime.timedelta(seconds=int(sys.argv[2])))
-side_group(int(sys.argv[2]))
-select.select([sys.stdin], [], [], int(sys.argv[3]))
-torch_dist.destroy_process_group()
-"""
+
+def _rank1(init_method: str, done) -> None:
+    """Rank 1: joins, makes the side group, then stays away."""
+    torch_dist.init_process_group(
+        'gloo', init_method=init_method, rank=1, world_size=2,
+        timeout=datetime.timedelta(seconds=DEFAULT_TIMEOUT))
+    side_group(DEFAULT_TIMEOUT)
+    done.wait(STAY_AWAY)
+    torch_dist.destroy_process_group()
 
 
 @pytest.fixture
 def two_ranks():
     """The default group of this process (rank 0) and rank 1."""
     init_method = f'tcp://127.0.0.1:{free_port()}'
-    rank1 = subprocess.Popen(
-        [sys.executable, '-c', RANK1, init_method, str(DEFAULT_TIMEOUT),
-         str(STAY_AWAY)],
-        cwd=REPO, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT, text=True)
+    ctx = multiprocessing.get_context('fork')
+    done = ctx.Event()
+    rank1 = ctx.Process(target=_rank1, args=(init_method, done))
+    rank1.start()
     try:
         torch_dist.init_process_group(
             'gloo', init_method=init_method, rank=0, world_size=2,
@@ -57,8 +52,9 @@ def two_ranks():
     finally:
         if torch_dist.is_initialized():
             torch_dist.destroy_process_group()
-        out, _ = rank1.communicate(timeout=60)
-    assert rank1.returncode == 0, out
+        done.set()
+        rank1.join(timeout=60)
+    assert rank1.exitcode == 0
 
 
 def test_side_group_times_out_on_its_own_timeout(two_ranks):

@@ -1,17 +1,19 @@
 """tools/doctor.py: one preflight that finds the known failures.
 
 Toy configs (a registered model, dataset and transforms below, built by the
-real Runner, loaded by real DataLoader workers) carry one planted fault each;
-the generated nuScenes data with the small CenterPoint config is the clean
-run through the script.
+real Runner, loaded by real DataLoader workers) carry one planted fault each,
+run by ``run_doctor`` in this process; the generated nuScenes data with the
+small CenterPoint config is the clean run through the script, in a process
+forked from this one (``fork_tool``), as is the full-size config's first
+batch (marker ``full_size``). Real launches (marker ``launch``): the clean
+toy run's spawn DataLoader worker (a fresh interpreter by definition) and
+the full-size config without the np.long fix (its off switch is read when a
+fresh interpreter imports the plugin).
 """
 import json
 import logging
 import multiprocessing
-import os
 import pickle
-import subprocess
-import sys
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -34,6 +36,7 @@ from projects.mmdet3d_plugin.doctor.preflight import main, run_doctor
 from projects.mmdet3d_plugin.doctor.context import (DoctorContext,
                                                     DoctorOptions, passed)
 from projects.mmdet3d_plugin.doctor.checks.registry_types import config_types
+from tests.helpers.train_tool import fork_tool, start_tool
 
 REPO = Path(__file__).resolve().parents[2]
 SYNTHETIC = REPO / 'configs' / 'centerpoint' / \
@@ -156,7 +159,8 @@ default_hooks = dict(checkpoint=None)
 
 @pytest.fixture(scope='module')
 def clean_toy_report(tmp_path_factory):
-    # Real spawn workers import this module to unpickle the toy dataset.
+    # launch: real spawn workers (fresh interpreters) import this module to
+    # unpickle the toy dataset.
     tmp_path = tmp_path_factory.mktemp('clean_toy')
     config = toy_config(
         tmp_path,
@@ -168,6 +172,7 @@ def clean_toy_report(tmp_path_factory):
     return tmp_path, report, (before, after)
 
 
+@pytest.mark.launch
 def test_clean_toy_config_passes(clean_toy_report):
     tmp_path, report, _ = clean_toy_report
     assert report.exit_code == 0, report.format()
@@ -197,6 +202,7 @@ def test_clean_toy_config_passes(clean_toy_report):
     assert not (REPO / 'work_dirs' / 'toy_config').exists()
 
 
+@pytest.mark.launch
 def test_spawn_workers_and_process_state(clean_toy_report):
     _, report, (before, after) = clean_toy_report
     assert 'for each of 1 spawn worker(s)' in report.get(
@@ -517,15 +523,14 @@ def test_spconv_runs_for_sparse_models(tmp_path):
 def test_script_on_small_centerpoint_passes(nus_synthetic, tmp_path):
     work_dir = tmp_path / 'work_dir'
     out = tmp_path / 'doctor.json'
-    proc = subprocess.run(
-        [sys.executable, 'tools/doctor.py', str(SYNTHETIC), '--iters', '1',
-         '--data-root', str(nus_synthetic), '--json', str(out),
-         '--cfg-options', f'work_dir={work_dir}'],
-        cwd=REPO, capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
+    doctor = fork_tool(  # library: the doctor's checks, through its script
+        'doctor', SYNTHETIC, '--iters', '1', '--data-root', nus_synthetic,
+        '--json', out, '--cfg-options', f'work_dir={work_dir}')
+    output, _ = doctor.communicate(timeout=600)
+    assert doctor.returncode == 0, output[-8000:]
     lines = json.loads(out.read_text())
     by_name = {x['check']: x for x in lines}
-    assert not [x for x in lines if x['status'] == 'fail'], proc.stdout
+    assert not [x for x in lines if x['status'] == 'fail'], output
     for check in ('config.info_files', 'data.first_batch', 'model.train',
                   'model.unused_params', 'optim.loss'):
         assert by_name[check]['status'] == 'pass', by_name[check]
@@ -559,35 +564,38 @@ def test_train_args_that_disagree_or_training_rejects_are_refused(capsys):
     assert 'tools/train.py flags' in capsys.readouterr().err
 
 
-@pytest.mark.parametrize('off', [False, True], ids=['fix-on', 'fix-off'])
+@pytest.mark.full_size
+@pytest.mark.parametrize('off', [
+    False, pytest.param(True, marks=pytest.mark.launch)
+], ids=['fix-on', 'fix-off'])
 def test_shipped_full_config_first_batch(off, nus_synthetic, tmp_path):
     """The full-size pillar02 config's first batch (ObjectSample included)
     passes; without the np.long fix the check fails naming mmdet3d #2821
     (stock ObjectSample: the config's FastObjectSample does not need it)."""
     out = tmp_path / 'doctor.json'
-    env = {k: v for k, v in os.environ.items() if k != OFF_VARIABLE}
-    stock = []
+    args = [PILLAR02, '--iters', '1', '--data-root', nus_synthetic,
+            '--json', out, '--cfg-options', 'train_dataloader.batch_size=1',
+            'train_dataloader.num_workers=1',
+            # The generated data is v1.0-mini (config.data_version says so).
+            'val_dataloader.dataset.metainfo.version=v1.0-mini',
+            'test_dataloader.dataset.metainfo.version=v1.0-mini']
     if off:
-        env[OFF_VARIABLE] = 'dbsampler_np_long'
-        stock = ['train_dataloader.dataset.dataset.pipeline.3.type='
-                 'ObjectSample']
-    proc = subprocess.run(
-        [sys.executable, 'tools/doctor.py', str(PILLAR02), '--iters', '1',
-         '--data-root', str(nus_synthetic), '--json', str(out),
-         '--cfg-options', 'train_dataloader.batch_size=1',
-         'train_dataloader.num_workers=1',
-         # The generated data is v1.0-mini (config.data_version says so).
-         'val_dataloader.dataset.metainfo.version=v1.0-mini',
-         'test_dataloader.dataset.metainfo.version=v1.0-mini', *stock],
-        cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
+        # launch: the switch is read when a fresh interpreter imports the
+        # plugin
+        doctor = start_tool(
+            'doctor', *args, 'train_dataloader.dataset.dataset.pipeline.3.'
+            'type=ObjectSample', **{OFF_VARIABLE: 'dbsampler_np_long'})
+    else:
+        doctor = fork_tool('doctor', *args)  # library: the doctor's checks
+    output, _ = doctor.communicate(timeout=600)
     by_name = {x['check']: x for x in json.loads(out.read_text())}
     first_batch = by_name['data.first_batch']
     if not off:
-        assert proc.returncode == 0, proc.stdout[-4000:]
+        assert doctor.returncode == 0, output[-4000:]
         assert by_name['config.data_version']['status'] == 'pass'
         assert first_batch['status'] == 'pass', first_batch
         return
-    assert proc.returncode == 1
+    assert doctor.returncode == 1
     assert first_batch['status'] == 'fail'
     assert "module 'numpy' has no attribute 'long'" in first_batch['detail']
     assert 'mmdet3d #2821' in first_batch['detail']

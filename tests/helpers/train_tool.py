@@ -290,9 +290,12 @@ def _run_script(argv: List[str]) -> None:
 
 
 def _retarget_log_streams(old: set) -> None:
-    """Point logging's stream handlers that wrote to the test process's
-    streams at this rank's."""
-    loggers = [logging.getLogger()] + [
+    """Point the stream handlers that wrote to the test process's streams
+    at this rank's: logging's loggers and mmengine's current logger (what
+    ``print_log(..., logger='current')`` writes to before the Runner makes
+    its own)."""
+    from mmengine.logging import MMLogger
+    loggers = [logging.getLogger(), MMLogger.get_current_instance()] + [
         lg for lg in logging.Logger.manager.loggerDict.values()
         if isinstance(lg, logging.Logger)]
     for lg in loggers:

@@ -7,6 +7,11 @@ pipeline (GT-database sampling where it has one, multi-sweep loading,
 augmentation) on the generated data and its GT database, then prediction on
 one ``mini_val`` sample through its test pipeline and the metric in
 format-only mode. Batch 1, no DataLoader workers, to fit on 2 cores.
+
+Every test here is marker ``full_size`` (``make test-quick`` leaves them
+out). The runs are in this process; GT-database sampling without the
+np.long fix is a fresh interpreter (also marker ``launch``: the fix's off
+switch is read when the plugin is imported).
 """
 import json
 import math
@@ -25,6 +30,8 @@ from projects.mmdet3d_plugin.compat.inventory import OFF_VARIABLE
 from projects.mmdet3d_plugin.cli.runner import build_runner, isolate_runner
 from projects.mmdet3d_plugin.config.data_root import redirect_data_root
 from projects.mmdet3d_plugin.config.presets import replace_transform_types
+
+pytestmark = pytest.mark.full_size
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 FULL_CONFIGS = sorted(
@@ -121,10 +128,13 @@ def test_gt_database_sampling_with_the_fix(sampler, nus_synthetic):
     _draw_from_gt_database(sampler, nus_synthetic)
 
 
+@pytest.mark.launch
 def test_without_the_fix_only_the_stock_sampler_fails(nus_synthetic):
     """With ``dbsampler_np_long`` off, mmdet3d's ``ObjectSample`` fails with
     mmdet3d 1.4.0's ``np.long`` error; the shipped ``FastObjectSample``
     samples either way (its labels are int64)."""
+    # launch: the off switch is read when a fresh interpreter imports the
+    # plugin
     env = dict(os.environ, **{OFF_VARIABLE: 'dbsampler_np_long'})
     proc = subprocess.run(
         [sys.executable, '-c', _WITHOUT_THE_FIX, str(nus_synthetic)],

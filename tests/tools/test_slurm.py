@@ -7,7 +7,8 @@ root-cause report in its work dir.
 
 The training is ``fault_helpers``' toy (``tests/helpers/slurm_toy.py``), 2
 CPU processes over gloo. ``scontrol show job`` of each job is printed
-(``pytest -s`` shows it).
+(``pytest -s`` shows it). The jobs are real launches of the scripts
+(marker ``launch``); what the scripts hold is read without one.
 """
 import json
 import os
@@ -86,6 +87,7 @@ def reference(slurm, tmp_path_factory):
     return info, tmp, _losses(tmp / 'work')
 
 
+@pytest.mark.launch
 def test_sbatch_two_nodes_trains(reference):
     info, tmp, losses = reference
     log = (tmp / 'job.out').read_text()
@@ -132,6 +134,7 @@ echo "task $SLURM_PROCID: done"
 '''
 
 
+@pytest.mark.launch
 @pytest.mark.parametrize('preempt', ['requeue', 'usr1'])
 def test_script_requeues_on_the_preempted_status(slurm, tmp_path, preempt):
     """The script's part, with a stand-in for train.py's: ``requeue``:
@@ -168,6 +171,7 @@ def test_script_requeues_on_the_preempted_status(slurm, tmp_path, preempt):
         assert f'slurm_train.sh: preempted (USR1); requeuing job {job}' in log
 
 
+@pytest.mark.launch
 def test_preempted_job_requeues_and_resumes(slurm, reference, tmp_path):
     """2 tasks on one node, sent what ``--signal=B:USR1@120`` sends before
     the time limit: the script forwards it to srun, the tasks save and exit
@@ -220,6 +224,7 @@ env_cfg = dict(dist_cfg=dict(backend='gloo'))
 """
 
 
+@pytest.mark.launch
 @pytest.mark.slow
 @pytest.mark.parametrize('work_dir', ['default', 'given'])
 def test_slurm_test_failure_report_in_its_work_dir(slurm, tmp_path,

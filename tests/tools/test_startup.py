@@ -2,7 +2,9 @@
 stack loads, and the failure report works when mmcv is broken.
 
 What is checked is which modules a tool process loaded, not its time
-(benchmarks/bench_startup.py measures that)."""
+(benchmarks/bench_startup.py measures that). Each check is a fresh
+interpreter running a tool as users start it: every test here is a real
+launch (marker ``launch``)."""
 import json
 import os
 import subprocess
@@ -10,6 +12,8 @@ import sys
 from pathlib import Path
 
 import pytest
+
+pytestmark = pytest.mark.launch
 
 REPO = Path(__file__).resolve().parents[2]
 HEAVY = ('torch', 'mmcv', 'mmdet3d', 'mmdet3d.models', 'mmdet.models')

@@ -13,14 +13,14 @@ test pipeline equal the 1.x ones, up to
   still occur, so a fixed upstream config fails here until it is dropped.
 
 Then the seed config (0.x CenterPoint pillar with the guide's lines) is
-migrated and trained by ``tools/train.py --amp fp32`` for 2 iterations (its
-0.x ``fp16`` key would need a GPU; ``--amp fp32`` trains it in float32 on
-any CPU).
+migrated by ``tools/migrate_config.py`` and trained by ``tools/train.py
+--amp fp32`` for 2 iterations (its 0.x ``fp16`` key would need a GPU;
+``--amp fp32`` trains it in float32 on any CPU), each tool in a process
+forked from this one (the translation and the training are the subject,
+not the tools' start-up).
 """
 import inspect
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -28,10 +28,9 @@ from mmdet3d.registry import TASK_UTILS, TRANSFORMS
 from mmengine.config import Config
 
 from projects.mmdet3d_plugin.config.legacy.translator import translate_legacy
+from tests.helpers.train_tool import fork_tool, fork_train
 from tests.helpers.upstream_configs import (MMDET3D_1X_CONFIGS,
                                             mmdet3d_0x_configs)
-
-REPO = Path(__file__).resolve().parents[3]
 
 _CP_0X = 'centerpoint/centerpoint_{}_second_secfpn_{}4x8_cyclic_{}20e_nus.py'
 _CP_1X = ('centerpoint/centerpoint_{}_second_secfpn_{}8xb4-{}cyclic-20e_'
@@ -267,20 +266,16 @@ SEED_0X = ('centerpoint/centerpoint_02pillar_second_secfpn_4x8_cyclic_20e_'
            'nus.py')
 
 
-def _tool(name: str, *args, timeout: int = 600):
-    return subprocess.run(
-        [sys.executable, str(REPO / 'tools' / name), *map(str, args)],
-        cwd=REPO, capture_output=True, text=True, timeout=timeout)
-
-
 def test_seed_config_migrates_and_trains(mmdet3d_0x, nus_synthetic,
                                          tmp_path):
     seed = tmp_path / 'seed_0x.py'
     seed.write_text(f'_base_ = [{str(mmdet3d_0x / SEED_0X)!r}]\n' +
                     SEED_LINES)
     migrated = tmp_path / 'seed_migrated.py'
-    proc = _tool('migrate_config.py', seed, migrated)
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    # library: the translation, through its script
+    migrate = fork_tool('migrate_config', seed, migrated)
+    output, _ = migrate.communicate(timeout=600)
+    assert migrate.returncode == 0, output[-3000:]
     cfg = Config.fromfile(str(migrated))
     assert cfg.model.data_preprocessor.voxel is True
     assert cfg.model.pts_bbox_head.loss_cls.type == 'mmdet.GaussianFocalLoss'
@@ -293,10 +288,9 @@ def test_seed_config_migrates_and_trains(mmdet3d_0x, nus_synthetic,
     # 2 samples, 1 per batch: an epoch of 2 iterations. CBGS would draw a
     # sample once per class present (10 times), so the test wraps the same
     # dataset in RepeatDataset(times=1) instead.
-    work = tmp_path / 'work'
-    proc = _tool(
-        'train.py', migrated, '--amp', 'fp32', '--data-root', nus_synthetic,
-        '--work-dir', work, '--cfg-options', 'train_cfg.max_epochs=1',
+    train = fork_train(  # loop: the migrated config's training
+        migrated, tmp_path / 'work', '--amp', 'fp32', '--data-root',
+        nus_synthetic, '--cfg-options', 'train_cfg.max_epochs=1',
         'train_cfg.val_interval=1', 'val_cfg=None', 'val_dataloader=None',
         'val_evaluator=None', 'train_dataloader.dataset.type=RepeatDataset',
         'train_dataloader.dataset.times=1',
@@ -305,8 +299,8 @@ def test_seed_config_migrates_and_trains(mmdet3d_0x, nus_synthetic,
         'train_dataloader.persistent_workers=False',
         'default_hooks.logger.interval=1',
         'default_hooks.checkpoint.interval=-1')
-    log = proc.stdout + proc.stderr
-    assert proc.returncode == 0, log[-5000:]
+    log, _ = train.communicate(timeout=600)
+    assert train.returncode == 0, log[-5000:]
     [fp32] = [line for line in log.splitlines() if '--amp fp32:' in line]
     assert "--amp fp32: float32 (optim_wrapper.type 'AmpOptimWrapper' -> " \
         "'OptimWrapper'; " in fp32 and 'loss_scale=512.0' in fp32, fp32
