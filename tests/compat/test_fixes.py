@@ -6,7 +6,6 @@ import uuid
 
 import pytest
 import torch
-import torch.multiprocessing as mp
 from mmengine.logging import HistoryBuffer
 from mmengine.model import BaseModel
 from mmengine.runner import Runner
@@ -14,8 +13,7 @@ from torch import nn
 
 import projects.mmdet3d_plugin  # noqa: F401  applies the fixes
 from projects.mmdet3d_plugin.compat.cpu_dist import init_cpu_dist
-from projects.mmdet3d_plugin.dist.ports import free_port
-from tests.helpers.dist_env import rendezvous_env
+from tests.helpers.train_tool import fork_call
 
 
 class _Linear(BaseModel):
@@ -100,9 +98,9 @@ def test_weights_only_still_refuses_arbitrary_code(payload):
         torch.load(buf)
 
 
-def _ddp_worker(rank, world_size, port, work_dir):
-    os.environ.update(rendezvous_env(rank, world_size, port))
+def _ddp_rank(work_dir):
     assert init_cpu_dist()
+    rank = torch.distributed.get_rank()
     runner = _runner(
         work_dir, 3, launcher='pytorch',
         cfg=dict(model_wrapper_cfg=dict(type='CPUDistributedDataParallel')))
@@ -113,12 +111,9 @@ def _ddp_worker(rank, world_size, port, work_dir):
 
 
 def test_cpu_ddp_through_runner(tmp_path):
-    # Results come back through files, not an mp.Manager(): importing
-    # multiprocessing.managers registers dict views with ForkingPickler for
-    # the rest of the process (pickled as lists), which would let later tests
-    # pickle what spawn workers cannot receive in a fresh interpreter.
-    mp.spawn(_ddp_worker, args=(2, free_port(), str(tmp_path)),
-             nprocs=2, join=True)
+    ranks = fork_call(_ddp_rank, str(tmp_path))  # hook: the DDP wrapper
+    out, _ = ranks.communicate(timeout=300)
+    assert ranks.returncodes == [0, 0], out[-3000:]
     out = [torch.load(tmp_path / f'weight_rank{rank}.pth') for rank in (0, 1)]
     # DDP averaged the gradients: both replicas hold the same weights.
     torch.testing.assert_close(out[0], out[1])

@@ -80,6 +80,7 @@ def test_worker_imports_nothing_heavy_without_preload(tmp_path):
     assert _forkserver_run(tmp_path, 'none')['worker'] == []
 
 
+@pytest.mark.slow
 @pytest.mark.launch
 def test_setup_preloads_heavy_imports_and_keeps_the_users_list(tmp_path):
     # launch: the fork server of a fresh interpreter imports the list

@@ -1,17 +1,12 @@
-"""Starting ranks in tests: the environment of ranks started by hand on a
-local rendezvous, and waiting for a launcher that may hang."""
+"""The environment of ranks started by hand on a local rendezvous, and
+waiting for a launcher that may hang (forked ranks:
+``tests/helpers/train_tool.py``)."""
 import os
 import signal
 import subprocess
-import sys
-from pathlib import Path
-from typing import Dict, List, Sequence
+from typing import Dict
 
 import pytest
-
-from projects.mmdet3d_plugin.dist.ports import free_port
-
-REPO = Path(__file__).resolve().parents[2]
 
 
 def rendezvous_env(rank: int,
@@ -39,36 +34,6 @@ def rendezvous_env(rank: int,
                 WORLD_SIZE=str(world_size),
                 MASTER_ADDR=host,
                 MASTER_PORT=str(port))
-
-
-def start_ranks(module: str, args: Sequence[str], world_size: int,
-                log_prefix: str) -> List[subprocess.Popen]:
-    """Start ``world_size`` ranks of ``python -m module args`` on a free
-    local rendezvous, without torchrun, one thread each, from the
-    repository.
-
-    Args:
-        module (str): The rank's module, e.g. ``'tests.helpers.ddp_runner'``.
-        args (Sequence[str]): Its arguments (the same on every rank).
-        world_size (int): Number of ranks.
-        log_prefix (str): Rank ``r`` writes its output to
-            ``<log_prefix>rank<r>.out``.
-
-    Returns:
-        list[subprocess.Popen]: The ranks, in rank order.
-    """
-    port = free_port()
-    procs = []
-    for rank in range(world_size):
-        env = dict(os.environ,
-                   **rendezvous_env(rank, world_size, port),
-                   OMP_NUM_THREADS='1',
-                   PYTHONPATH=str(REPO))
-        with open(f'{log_prefix}rank{rank}.out', 'w') as log:
-            procs.append(subprocess.Popen(
-                [sys.executable, '-m', module, *map(str, args)],
-                env=env, cwd=REPO, stdout=log, stderr=subprocess.STDOUT))
-    return procs
 
 
 def wait_or_kill(proc: subprocess.Popen, timeout: float, what: str) -> str:

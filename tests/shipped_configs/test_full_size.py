@@ -68,6 +68,7 @@ def test_every_full_size_config_found():
     assert PILLAR02 in FULL_CONFIGS
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('config', FULL_CONFIGS)
 def test_full_config_trains_and_predicts(config, nus_synthetic, tmp_path):
     cfg = load_config(

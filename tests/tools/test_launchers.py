@@ -77,6 +77,7 @@ def centerpoint_run(tmp_path_factory, nus_synthetic):
     return config, work_dir, proc
 
 
+@pytest.mark.slow
 @pytest.mark.launch
 def test_dist_train_centerpoint_two_cpu_processes(centerpoint_run):
     config, work_dir, proc = centerpoint_run
@@ -100,6 +101,7 @@ def test_dist_test_evaluates_checkpoint(centerpoint_run):
     assert 'pred_instances_3d_NuScenes/NDS' in log
 
 
+@pytest.mark.slow
 @pytest.mark.launch
 def test_two_nodes_on_one_machine(tmp_path, nus_synthetic):
     """NNODES=2: two torchrun agents, one process each, rendezvous on

@@ -174,6 +174,7 @@ def test_one_process_resume_after_sigkill_is_exact(forked):
     assert all(torch.equal(got[k], want[k]) for k in want)
 
 
+@pytest.mark.slow
 @pytest.mark.launch
 def test_torchrun_restart_resumes_by_itself_exactly(launched):
     tmp = launched[0]

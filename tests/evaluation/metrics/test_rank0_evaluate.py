@@ -82,6 +82,7 @@ def runs(tmp_path_factory, nus_synthetic):
     return results
 
 
+@pytest.mark.slow
 def test_slow_evaluation_finishes_with_one_process_metrics(runs):
     [reference] = runs['reference']
     assert reference['ok'], reference
