@@ -266,6 +266,8 @@ SEED_0X = ('centerpoint/centerpoint_02pillar_second_secfpn_4x8_cyclic_20e_'
            'nus.py')
 
 
+# Trains upstream's full-size 0.x CenterPoint pillar model.
+@pytest.mark.full_size
 def test_seed_config_migrates_and_trains(mmdet3d_0x, nus_synthetic,
                                          tmp_path):
     seed = tmp_path / 'seed_0x.py'
