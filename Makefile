@@ -19,21 +19,23 @@ demo: $(STAMP)
 # Tests that mostly wait (rendezvous, timeouts, hangs) run beside the
 # CPU-bound ones: 4 pytest-xdist workers on 2 cores; the tests of a file
 # stay on one worker (--dist loadfile), so a module-scoped launch runs once.
+# Files are handed out in tests/conftest.py's order, the costly ones first
+# (--no-loadscope-reorder: not by their number of tests).
 PYTEST_WORKERS ?= 4
+PYTEST_XDIST := -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder
 
 # Slurm's packages for the Slurm tests, when missing (tools/install_test_deps.sh).
 test: $(STAMP)
 	bash tools/install_test_deps.sh
 	$(VENV)/bin/lint-imports .importlinter
-	$(PY) -m pytest -n $(PYTEST_WORKERS) --dist loadfile tests
+	$(PY) -m pytest $(PYTEST_XDIST) tests
 
 # The tier for editing: everything but the real launches of tools and
 # launchers (marker launch) and the shipped full-size configs (full_size);
 # hooks, loops and reports run in-process or in forked ranks there too.
 test-quick: $(STAMP)
 	$(VENV)/bin/lint-imports .importlinter
-	$(PY) -m pytest -n $(PYTEST_WORKERS) --dist loadfile \
-		-m 'not launch and not full_size' tests
+	$(PY) -m pytest $(PYTEST_XDIST) -m 'not launch and not full_size' tests
 
 clean-venv:
 	rm -rf $(VENV)

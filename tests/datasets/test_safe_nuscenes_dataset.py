@@ -172,9 +172,10 @@ def test_reference_reads_points_and_boxes_from_disk(dataset, reference):
 @pytest.mark.parametrize('method,num_workers,persistent', [
     ('fork', 2, False),
     ('fork', 2, True),
-    ('spawn', 2, True),
-    ('forkserver', 2, False),
-    ('forkserver', 2, True),
+    # Fresh interpreters are the subject: left out of make test-quick.
+    pytest.param('spawn', 2, True, marks=pytest.mark.launch),
+    pytest.param('forkserver', 2, False, marks=pytest.mark.launch),
+    pytest.param('forkserver', 2, True, marks=pytest.mark.launch),
 ])
 def test_workers_yield_every_sample(dataset, reference, method, num_workers,
                                     persistent):
@@ -237,6 +238,7 @@ def test_serialize_data_false_keeps_working(nus_synthetic, reference):
     _assert_same(samples, reference)
 
 
+@pytest.mark.launch  # spawn workers: fresh interpreters
 def test_uniad_style_subclass_in_spawn_workers(nus_synthetic, reference):
     ds = _build(UniADStyleDataset, nus_synthetic)
     before = copy.copy(ds.__dict__)
@@ -314,6 +316,7 @@ class PointsBoxesToyModel(BaseModel):
         return pred
 
 
+@pytest.mark.launch  # spawn workers: fresh interpreters
 def test_runner_trains_with_spawn_workers(nus_synthetic, tmp_path):
     previous = mp.get_start_method(allow_none=True)
     loader = dict(

@@ -247,6 +247,7 @@ def _run_tool(tmp_path, info_file, extra_step, monkeypatch, *extra_args):
     return tool['main']()
 
 
+@pytest.mark.launch  # spawn workers: fresh interpreters
 def test_check_pickle_tool_passes_and_loads_in_spawn(
         tmp_path, info_file, monkeypatch, capsys):
     assert _run_tool(tmp_path, info_file, None, monkeypatch) == 0

@@ -136,7 +136,8 @@ def restore_start_method():
     mp.set_start_method(method, force=True)
 
 
-@pytest.mark.parametrize('start_method', ['fork', 'spawn'])
+@pytest.mark.parametrize('start_method', [
+    'fork', pytest.param('spawn', marks=pytest.mark.launch)])  # fresh
 def test_killed_worker_fails_the_run(start_method, tmp_path,
                                      restore_start_method):
     runner = Runner(
