@@ -58,22 +58,23 @@ def slurm(tmp_path_factory):
 
 
 def pytest_collection_modifyitems(config, items):
-    """The costly modules first: those with a ``slow`` test, then those
-    with a real launch or a full-size config, then the rest, each group in
-    collection order. ``make test`` hands whole modules to pytest-xdist's
-    workers (``--dist loadfile``) in this order, so no long module starts
-    last and ends the run alone."""
+    """The long modules first: those that mostly wait (``waits``), then
+    those with a ``slow`` test, then those with a real launch or a
+    full-size config, then the rest, each group in collection order.
+    ``make test`` hands whole modules to pytest-xdist's workers in this
+    order (``--dist loadfile --no-loadscope-reorder``), so the waiting ones
+    run beside CPU-bound ones and no long module starts last and ends the
+    run alone."""
     def weight(item):
-        if item.get_closest_marker('slow'):
-            return 0
-        if (item.get_closest_marker('launch')
-                or item.get_closest_marker('full_size')):
-            return 1
-        return 2
+        for rank, names in enumerate((('waits', ), ('slow', ),
+                                      ('launch', 'full_size'))):
+            if any(item.get_closest_marker(name) for name in names):
+                return rank
+        return 3
 
     module_weight = {}
     for item in items:
         module = item.nodeid.split('::')[0]
-        module_weight[module] = min(module_weight.get(module, 2),
+        module_weight[module] = min(module_weight.get(module, 3),
                                     weight(item))
     items.sort(key=lambda item: module_weight[item.nodeid.split('::')[0]])

@@ -38,6 +38,10 @@ from projects.mmdet3d_plugin.doctor.context import (DoctorContext,
 from projects.mmdet3d_plugin.doctor.checks.registry_types import config_types
 from tests.helpers.train_tool import fork_tool, start_tool
 
+# Doctor runs on real configs.
+pytestmark = pytest.mark.slow
+
+
 REPO = Path(__file__).resolve().parents[2]
 SYNTHETIC = REPO / 'configs' / 'centerpoint' / \
     'centerpoint_pillar_synthetic.py'

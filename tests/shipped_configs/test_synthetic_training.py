@@ -10,6 +10,10 @@ from projects.mmdet3d_plugin import load_config
 from projects.mmdet3d_plugin.cli.runner import build_runner, isolate_runner
 from projects.mmdet3d_plugin.config.data_root import redirect_data_root
 
+# Three trainings with a devkit evaluation each.
+pytestmark = pytest.mark.slow
+
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 ITERS = 3
 METRIC = 'NuScenes metric/pred_instances_3d_NuScenes'

@@ -3,7 +3,7 @@ of the generated data, each run in ranks forked from the test process
 (the hook is the subject, not the launcher):
 
 * the small CenterPoint config on 2 gloo ranks as ``tools/dist_train.sh``
-  runs them (2 workers each), 20 frames, every sweep loaded, one key-frame
+  runs them (2 workers each), 12 frames, every sweep loaded, one key-frame
   file truncated mid-point and one sweep file deleted: two passes over the
   data, rc 0, both files in ``bad_samples.json`` with their tokens;
 * half the key-frame files deleted (one process): the run stops before its
@@ -28,11 +28,11 @@ PILLAR02 = (REPO / 'configs' / 'centerpoint' /
             'centerpoint_pillar02_second_secfpn_8xb4-cyclic-20e_nus-3d.py')
 
 
-def _small_config(path: Path, iters: int) -> Path:
+def _small_config(path: Path, iters: int, frames: int = 20) -> Path:
     path.write_text(textwrap.dedent(f"""\
         _base_ = [{str(SMALL)!r}]
         train_dataloader = dict(num_workers=2,
-                                dataset=dict(indices=20))
+                                dataset=dict(indices={frames}))
         train_cfg = dict(max_iters={iters}, val_interval={iters})
         default_hooks = dict(logger=dict(interval=1),
                              checkpoint=dict(interval={iters}))
@@ -54,9 +54,10 @@ def test_two_ranks_train_through_a_truncated_key_frame_and_a_lost_sweep(
     sweep = root / 'sweeps' / 'LIDAR_TOP' / Path(
         info[11]['lidar_sweeps'][0]['lidar_points']['lidar_path']).name
     sweep.unlink()
-    # 20 frames, 2 ranks of 2: 5 iterations a pass, two passes; every
-    # sweep of a frame loaded (10 of 10), so the deleted one is met.
-    config = _small_config(tmp_path / 'small.py', iters=10)
+    # The first 12 frames (the broken ones are the 4th and the 12th), 2
+    # ranks of 2: 3 iterations a pass, two passes; every sweep of a frame
+    # loaded (10 of 10), so the deleted one is met.
+    config = _small_config(tmp_path / 'small.py', iters=6, frames=12)
     proc = fork_dist_train(  # hook: files replaced on both ranks
         config, tmp_path / 'work', '--data-root', root, '--cfg-options',
         'train_dataloader.dataset.pipeline.1.sweeps_num=10')
@@ -72,7 +73,7 @@ def test_two_ranks_train_through_a_truncated_key_frame_and_a_lost_sweep(
     # Each trained twice (the workers may load some once more ahead).
     assert named[str(truncated)]['count'] >= 2
     assert out.count('bad sample replaced: ') == len(entries)
-    assert 'Iter(train) [10/10]' in out
+    assert 'Iter(train) [6/6]' in out
 
 
 def test_half_the_key_frames_missing_stops_before_training(

@@ -54,6 +54,10 @@ from projects.mmdet3d_plugin.engine.watchdog.verdict import (PhaseStatus,
                                                              hang_found)
 from projects.mmdet3d_plugin.engine.watchdog.hang_text import hang_message
 
+# Mostly waits (timeouts, sleeps): started first, beside CPU-bound modules.
+pytestmark = pytest.mark.waits
+
+
 REPO = Path(__file__).resolve().parents[3]
 HELPERS = REPO / 'tests' / 'helpers'
 from tests.helpers.train_tool import (error_files,  # noqa: E402

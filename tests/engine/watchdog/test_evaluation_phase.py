@@ -30,6 +30,10 @@ from projects.mmdet3d_plugin.constants import (HANG_EXIT_CODE,
                                                HANG_REPORT_NAME)
 from projects.mmdet3d_plugin.failures.report import report_failed_run
 
+# Mostly waits (timeouts, sleeps): started first, beside CPU-bound modules.
+pytestmark = pytest.mark.waits
+
+
 REPO = Path(__file__).resolve().parents[3]
 from tests.helpers.train_tool import (error_files,  # noqa: E402
                                          fork_dist_train_recorded)

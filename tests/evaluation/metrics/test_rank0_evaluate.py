@@ -26,6 +26,10 @@ from projects.mmdet3d_plugin.evaluation.metrics.rank0_evaluate import (
 from tests.helpers.metric_wait_runner import validate_ranks
 from tests.helpers.train_tool import fork_call
 
+# Mostly waits (timeouts, sleeps): started first, beside CPU-bound modules.
+pytestmark = pytest.mark.waits
+
+
 REPO = Path(__file__).resolve().parents[3]
 # env_cfg.dist_cfg.timeout, seconds: also the most two ranks may drift apart
 # before a collective (8 s was too little on a loaded 2-core machine).
