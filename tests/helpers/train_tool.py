@@ -247,13 +247,11 @@ def _rank_main(fd: int, run: Callable[[], Optional[int]],
         os.dup2(fd, 1)
         os.dup2(fd, 2)
         os.close(fd)
-        old = {id(sys.stdout), id(sys.stderr), id(sys.__stdout__),
-               id(sys.__stderr__)}
         sys.stdout = io.TextIOWrapper(io.FileIO(1, 'w', closefd=False),
                                       line_buffering=True)
         sys.stderr = io.TextIOWrapper(io.FileIO(2, 'w', closefd=False),
                                       line_buffering=True)
-        _retarget_log_streams(old)
+        _retarget_log_streams()
         os.environ.update(env)
         os.environ.pop('MMDET3D_PLUGIN_DEBUG', None)
         os.chdir(REPO)
@@ -289,11 +287,11 @@ def _run_script(argv: List[str]) -> None:
     runpy.run_path(argv[0], run_name='__main__')
 
 
-def _retarget_log_streams(old: set) -> None:
-    """Point the stream handlers that wrote to the test process's streams
-    at this rank's: logging's loggers and mmengine's current logger (what
-    ``print_log(..., logger='current')`` writes to before the Runner makes
-    its own)."""
+def _retarget_log_streams() -> None:
+    """Point the console handlers of logging's loggers and of mmengine's
+    current logger (what ``print_log(..., logger='current')`` writes to
+    before the Runner makes its own) at this rank's output: made in the
+    test process, they write to pytest's capture of some earlier test."""
     from mmengine.logging import MMLogger
     loggers = [logging.getLogger(), MMLogger.get_current_instance()] + [
         lg for lg in logging.Logger.manager.loggerDict.values()
@@ -301,8 +299,7 @@ def _retarget_log_streams(old: set) -> None:
     for lg in loggers:
         for handler in lg.handlers:
             if (isinstance(handler, logging.StreamHandler)
-                    and not isinstance(handler, logging.FileHandler)
-                    and id(handler.stream) in old):
+                    and not isinstance(handler, logging.FileHandler)):
                 handler.setStream(sys.stdout)
 
 
