@@ -288,19 +288,26 @@ def _run_script(argv: List[str]) -> None:
 
 
 def _retarget_log_streams() -> None:
-    """Point the console handlers of logging's loggers and of mmengine's
-    current logger (what ``print_log(..., logger='current')`` writes to
-    before the Runner makes its own) at this rank's output: made in the
-    test process, they write to pytest's capture of some earlier test."""
+    """Give the rank the console logging of a fresh process: logging's
+    console handlers write to this rank's output (made in the test
+    process, they write to pytest's capture of some earlier test, maybe
+    closed), and mmengine's current logger (what ``print_log(...,
+    logger='current')`` writes to before the Runner makes its own) is a new
+    one at INFO, as the default one a fresh process makes."""
     from mmengine.logging import MMLogger
-    loggers = [logging.getLogger(), MMLogger.get_current_instance()] + [
+    loggers = [logging.getLogger()] + [
         lg for lg in logging.Logger.manager.loggerDict.values()
         if isinstance(lg, logging.Logger)]
     for lg in loggers:
         for handler in lg.handlers:
             if (isinstance(handler, logging.StreamHandler)
                     and not isinstance(handler, logging.FileHandler)):
-                handler.setStream(sys.stdout)
+                handler.acquire()
+                try:  # not setStream: it flushes the old stream
+                    handler.stream = sys.stdout
+                finally:
+                    handler.release()
+    MMLogger.get_instance(f'mmengine_rank_{os.getpid()}', log_level='INFO')
 
 
 def _end_children() -> None:
