@@ -60,8 +60,7 @@ from projects.mmdet3d_plugin.failures.rank_info import (ERROR_FILE_ENV,
 REPO = Path(__file__).resolve().parents[2]
 HELPERS = REPO / 'tests' / 'helpers'
 from tests.helpers.dist_env import wait_or_kill  # noqa: E402
-from tests.helpers.train_tool import (  # noqa: E402
-    fork_dist_train_recorded)
+from tests.helpers.train_tool import fork_dist_train  # noqa: E402
 from tests.helpers.failure_faults import (BAD_BATCH_FAULT, FAULT_MESSAGE,  # noqa: E402
                                           write_failure_config)
 from tests.helpers.slurm_cluster import PARTITION  # noqa: E402
@@ -448,7 +447,7 @@ def _fork(tmp_path, config):
     report's text, its JSON), as :func:`_launch`."""
     work, errors = tmp_path / 'work', tmp_path / 'errors'
     # report: what real ranks record, read without a launcher
-    ranks = fork_dist_train_recorded(config, work, errors)
+    ranks = fork_dist_train(config, work, errors=errors)
     try:
         out = ranks.communicate(timeout=HANG)[0]
     except subprocess.TimeoutExpired:

@@ -79,11 +79,6 @@ def start_dist_train(config: Path, work: Path, restarts: int = 0,
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
 
-def replay_step(work: Path, iteration: int, *flags) -> subprocess.Popen:
-    """``tools/replay_step.py WORK --iteration N FLAGS...``, started."""
-    return start_tool('replay_step', work, '--iteration', iteration, *flags)
-
-
 def finish(procs: dict, timeout: float = 900) -> dict:
     """``{name: (output, returncode)}`` of started processes or forked
     ranks, each waited for up to ``timeout`` seconds."""
@@ -281,10 +276,11 @@ def _rank_main(fd: int, run: Callable[[], Optional[int]],
             os._exit(code)
 
 
-def _run_script(argv: List[str]) -> None:
-    """``argv[0]`` run as ``__main__`` with ``sys.argv = argv``."""
-    sys.argv = list(argv)
-    runpy.run_path(argv[0], run_name='__main__')
+def _run_script(argv: list) -> None:
+    """``argv[0]`` run as ``__main__`` with ``sys.argv = argv`` (as
+    strings)."""
+    sys.argv = [str(arg) for arg in argv]
+    runpy.run_path(sys.argv[0], run_name='__main__')
 
 
 def _retarget_log_streams() -> None:
@@ -352,14 +348,6 @@ def fork_dist_train(config: Path, work: Path, *flags, world_size: int = 2,
                    work, *flags), world_size, env, errors=errors)
 
 
-def fork_dist_train_recorded(config: Path, work: Path, errors: Path, *flags,
-                             world_size: int = 2, **env) -> ForkedRanks:
-    """:func:`fork_dist_train` with each rank's error file under
-    ``errors``."""
-    return fork_dist_train(config, work, *flags, world_size=world_size,
-                           errors=errors, **env)
-
-
 def fork_call(target: Callable, *args, world_size: int = 2,
               **env) -> ForkedRanks:
     """``target(*args)`` in ``world_size`` ranks forked from this process
@@ -381,10 +369,8 @@ def train_in_process(config: Path, work: Path, *flags) -> int:
     process; its exit status (0, or what the tool exits with)."""
     warm()
     argv = sys.argv
-    sys.argv = [str(REPO / 'tools' / 'train.py'), str(config),
-                '--work-dir', str(work), *map(str, flags)]
     try:
-        runpy.run_path(sys.argv[0], run_name='__main__')
+        _run_script(_tool_argv('train', config, '--work-dir', work, *flags))
         return 0
     except SystemExit as done:
         return done.code or 0

@@ -60,14 +60,12 @@ pytestmark = pytest.mark.waits
 
 REPO = Path(__file__).resolve().parents[3]
 HELPERS = REPO / 'tests' / 'helpers'
-from tests.helpers.train_tool import (error_files,  # noqa: E402
-                                         fork_dist_train_recorded)
 from tests.helpers.fault_helpers import (FaultToyDataset,  # noqa: E402
                                          FaultToyModel, write_config)
 # registers SleepOnRankHook
 from tests.helpers import hang_helpers  # noqa: E402,F401
-from tests.helpers.train_tool import (fork_dist_train,  # noqa: E402
-                                      start_dist_train)
+from tests.helpers.train_tool import (error_files,  # noqa: E402
+                                      fork_dist_train, start_dist_train)
 
 TIMEOUT = 20
 #: Upper bound for a run that must end by itself; reaching it means a hang.
@@ -146,8 +144,8 @@ def hung_run(tmp_path_factory):
     """2 forked gloo ranks; rank 1 sleeps forever before iteration 2."""
     tmp = tmp_path_factory.mktemp('hang')
     errors = tmp / 'errors'
-    run = fork_dist_train_recorded(  # hook: the watchdog ends the hang
-        _hung_config(tmp), tmp / 'work', errors)
+    run = fork_dist_train(  # hook: the watchdog ends the hang
+        _hung_config(tmp), tmp / 'work', errors=errors)
     tree = set(run.pids) | _wait_noting_processes(run, run.pids)
     out, _ = run.communicate()
     assert (tmp / 'sleeping').is_file(), out[-5000:]  # rank 1 fell asleep

@@ -31,7 +31,6 @@ import pytest
 import torch
 
 from projects.mmdet3d_plugin.constants import FAILURE_REPORT_NAME
-from tests.helpers.train_tool import fork_dist_train_recorded
 from tests.helpers.fault_helpers import write_config
 from tests.helpers.train_tool import (finish, fork_dist_train, fork_tool,
                                       fork_train)
@@ -60,8 +59,8 @@ def runs(tmp_path_factory):
     done = finish({
         'nan': fork_dist_train(nan, tmp / 'nan'),  # hook: skipped steps
         # hook: the stop; its ranks' error files make the report
-        'diverge': fork_dist_train_recorded(diverge, tmp / 'diverge',
-                                            tmp / 'diverge_logs'),
+        'diverge': fork_dist_train(diverge, tmp / 'diverge',
+                                   errors=tmp / 'diverge_logs'),
         'poisoned': fork_train(poisoned, tmp / 'poisoned'),  # hook
     })
     # report: what tools/dist_run.py runs after the failed launch

@@ -36,8 +36,7 @@ pytestmark = pytest.mark.waits
 
 REPO = Path(__file__).resolve().parents[3]
 from tests.helpers.train_tool import (error_files,  # noqa: E402
-                                         fork_dist_train_recorded)
-from tests.helpers.train_tool import finish  # noqa: E402
+                                      finish, fork_dist_train)
 
 CONFIG = REPO / 'configs' / 'centerpoint' / 'centerpoint_pillar_synthetic.py'
 TIMEOUT = 20  # DistWatchdogHook's timeout, seconds
@@ -91,9 +90,9 @@ def runs(tmp_path_factory, nus_synthetic):
     forked = {}
     for name, wait in (('ok', None), ('overdue', DIST_WAIT)):
         config = _write_config(tmp / f'{name}.py', wait)
-        forked[name] = fork_dist_train_recorded(  # hook: a declared phase
-            config, tmp / name, tmp / f'{name}_errors', '--data-root',
-            nus_synthetic)
+        forked[name] = fork_dist_train(  # hook: a declared phase
+            config, tmp / name, '--data-root', nus_synthetic,
+            errors=tmp / f'{name}_errors')
     done = finish(forked, timeout=HANG)
     results = {}
     for name, (out, _) in done.items():
