@@ -67,7 +67,7 @@ from tests.helpers import hang_helpers  # noqa: E402,F401
 from tests.helpers.train_tool import (error_files,  # noqa: E402
                                       fork_dist_train, start_dist_train)
 
-TIMEOUT = 20
+TIMEOUT = 10
 #: Upper bound for a run that must end by itself; reaching it means a hang.
 HANG = 300
 SLEEP_LINE = next(
@@ -265,10 +265,10 @@ def test_raising_rank_is_not_a_hang(tmp_path):
 
 @pytest.mark.slow
 def test_report_action_under_ddp_keeps_training(tmp_path):
-    # Rank 1 stalls 15 s; the report comes once, then both ranks finish
+    # Rank 1 stalls 12 s; the report comes once, then both ranks finish
     # and the watchdog lets them leave together.
     config = _hang_config(tmp_path, [
-        dict(type='SleepOnRankHook', rank=1, at_iter=2, seconds=15),
+        dict(type='SleepOnRankHook', rank=1, at_iter=2, seconds=12),
         dict(type='DistWatchdogHook', timeout=6, action='report'),
     ], max_iters=4)
     run = fork_dist_train(  # hook: action='report' under DDP
@@ -317,9 +317,9 @@ def test_report_action_keeps_running(tmp_path):
         sampler=dict(type='DefaultSampler', shuffle=False),
         batch_size=4,
         num_workers=0)
-    # Each stall (5 s) lasts over 3x the timeout (1.5 s).
+    # Each stall (3.5 s) lasts over 2x the timeout (1.5 s).
     watchdog = DistWatchdogHook(timeout=1.5, action='report', interval=0.1)
-    sleeps = [dict(type='SleepOnRankHook', rank=0, at_iter=at, seconds=5,
+    sleeps = [dict(type='SleepOnRankHook', rank=0, at_iter=at, seconds=3.5,
                    phase=loop) for loop, at in STALLS]
     runner = Runner(
         model=FaultToyModel(),

@@ -6,8 +6,9 @@ metric and the evaluation loop are the subject, not a launcher) validate
 the small synthetic CenterPoint with ``env_cfg.dist_cfg.timeout`` of a few
 seconds and a metric that sleeps longer than that before computing:
 ``SafeNuScenesMetric`` finishes with the metrics of a one-process run,
-mmdet3d's stock ``NuScenesMetric`` times out on rank 1. A one-rank group,
-forked beside them, gives the reference. The rest runs in process.
+mmdet3d's stock ``NuScenesMetric`` times out on rank 1 (in a pair of its
+own: the timeout leaves its group broken). A one-rank group gives the
+reference. The three groups run side by side; the rest runs in process.
 """
 import copy
 import json
@@ -38,9 +39,9 @@ SLEEP = 30  # what the slow metrics sleep before computing, seconds
 SCENARIOS = [
     dict(name='ours', metric='SlowSafeNuScenesMetric', sleep=SLEEP),
     dict(name='rank0_fails', metric='FailingMetric', sleep=0),
-    # Last: rank 1 times out and leaves the group broken.
-    dict(name='stock', metric='SlowNuScenesMetric', sleep=SLEEP),
 ]
+# Rank 1 times out and leaves its group broken: a group of its own.
+STOCK = [dict(name='stock', metric='SlowNuScenesMetric', sleep=SLEEP)]
 REFERENCE = [dict(name='reference', metric='SlowSafeNuScenesMetric', sleep=0)]
 
 
@@ -59,29 +60,35 @@ def _result(out: Path, name: str, rank: int, log: str) -> dict:
 
 @pytest.fixture(scope='module')
 def runs(tmp_path_factory, nus_synthetic):
-    """name -> [rank 0 result, rank 1 result] (one for the reference);
-    'log': rank 0's output."""
+    """name -> [rank 0 result, rank 1 result] (one for the reference, rank
+    1's for stock); 'log': rank 0's output of the pair."""
     out = tmp_path_factory.mktemp('metric_wait')
-    pair = _start(out, nus_synthetic, 2, SCENARIOS)
-    single = _start(out, nus_synthetic, 1, REFERENCE)
-    # Until the reference and the pair's rank 1 are done: rank 0 of the
-    # stock scenario still sleeps then; its outcome is moot.
+    groups = dict(pair=_start(out, nus_synthetic, 2, SCENARIOS),
+                  stock=_start(out, nus_synthetic, 2, STOCK),
+                  single=_start(out, nus_synthetic, 1, REFERENCE))
+    # Until every rank is done but stock's rank 0: it still sleeps then;
+    # its outcome is moot.
     deadline = time.monotonic() + 240
     while time.monotonic() < deadline:
-        pair.poll()
-        if single.poll() is not None and pair.returncodes[1] is not None:
+        for group in groups.values():
+            group.poll()
+        if (groups['pair'].poll() is not None and
+                groups['single'].poll() is not None and
+                groups['stock'].returncodes[1] is not None):
             break
         time.sleep(0.5)
-    rank0_log = Path(pair.logs[0]).read_text()
-    pair.kill()
-    single.kill()
-    logs = [pair.communicate()[0], single.communicate()[0]]
+    rank0_log = Path(groups['pair'].logs[0]).read_text()
+    logs = {}
+    for name, group in groups.items():
+        group.kill()
+        logs[name] = group.communicate()[0]
     results = {
-        s['name']: [_result(out, s['name'], r, logs[0])
-                    for r in range(1 if s['name'] == 'stock' else 0, 2)]
+        s['name']: [_result(out, s['name'], r, logs['pair'])
+                    for r in range(2)]
         for s in SCENARIOS
     }
-    results['reference'] = [_result(out, 'reference', 0, logs[1])]
+    results['stock'] = [_result(out, 'stock', 1, logs['stock'])]
+    results['reference'] = [_result(out, 'reference', 0, logs['single'])]
     results['log'] = rank0_log
     return results
 
