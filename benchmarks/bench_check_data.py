@@ -268,7 +268,7 @@ def compare_read(root: str, repeat: int = 3) -> list:
     ``repeat`` runs each."""
     from projects.mmdet3d_plugin.config.loading import read_config
     from projects.mmdet3d_plugin.data_check.check import CHUNK, check_files
-    from projects.mmdet3d_plugin.data_check.files import data_files
+    from projects.mmdet3d_plugin.data_check.data_files import data_files
     files = data_files(read_config(PILLAR02)[0], data_root=root)
     check_files(files, read=True)  # the page cache, as for the others
     chunks = [files[i:i + CHUNK] for i in range(0, len(files), CHUNK)]

@@ -51,7 +51,7 @@ def main() -> None:
     import torch
 
     from projects.mmdet3d_plugin.cli.prepare import prepare_run
-    from projects.mmdet3d_plugin.cli.runner import build_runner
+    from projects.mmdet3d_plugin.cli.runner_setup import build_runner
     from projects.mmdet3d_plugin.engine.nonfinite.first_module import \
         first_nonfinite_module
     from projects.mmdet3d_plugin.engine.nonfinite.guard import StepGuard

@@ -94,8 +94,7 @@ def _time_hook_methods(runner, self_times, gather_times):
     """Time the unused-parameter hook's own iteration methods, and apart
     the gather of the other rank's report in them (mostly waiting for that
     rank to finish the same iteration)."""
-    from projects.mmdet3d_plugin.engine.hooks.ddp_unused_param_hook import (
-        DDPUnusedParamHook)
+    from projects.mmdet3d_plugin.engine.hooks import DDPUnusedParamHook
     for hook in runner.hooks:
         if not isinstance(hook, DDPUnusedParamHook):
             continue

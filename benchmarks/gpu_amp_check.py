@@ -168,9 +168,10 @@ def run_mode(name: str, presets, cfg, batches, args) -> dict:
     from mmengine.optim import build_optim_wrapper
     from mmdet3d.registry import MODELS
     from projects.mmdet3d_plugin.engine.amp import check_amp_supported
+    from projects.mmdet3d_plugin.config.optim_wrapper import \
+        validate_optim_wrapper
     from projects.mmdet3d_plugin.config.presets import (applied_by,
-                                                        merge_presets,
-                                                        validate_optim_wrapper)
+                                                        merge_presets)
 
     row = dict(mode=name, presets=presets)
     mode_cfg = copy.deepcopy(cfg)

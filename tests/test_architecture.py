@@ -1,6 +1,7 @@
 """The package's layout: layers without cycles (import-linter's contract in
 ``.importlinter``, drawn in docs/architecture.md), every part placed in
 it, no test-only helper shipped."""
+import ast
 import configparser
 import re
 import shutil
@@ -12,6 +13,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 PACKAGE = REPO / 'projects' / 'mmdet3d_plugin'
+PACKAGE_NAME = 'projects.mmdet3d_plugin'
 LINT_IMPORTS = Path(sys.executable).with_name('lint-imports')
 
 
@@ -52,9 +54,12 @@ def test_layers_contract_is_kept():
     ('lazy_registration.py', 'from . import registration',
      'projects.mmdet3d_plugin.lazy_registration is not allowed to import\n'
      'projects.mmdet3d_plugin.registration'),
+    ('create_data/converter.py', 'from ..synthetic import writer',
+     'projects.mmdet3d_plugin.create_data is not allowed to import\n'
+     'projects.mmdet3d_plugin.synthetic'),
 ], ids=['config->engine', 'compat->datasets', 'synthetic->datasets',
         'config->failures', 'failures->datasets', 'failures->engine', 'cli->demo',
-        'lazy_registration->registration'])
+        'lazy_registration->registration', 'create_data->synthetic'])
 def test_planted_upward_import_breaks_the_contract(tmp_path, where, planted,
                                                    message):
     """An import inside a function, upward or between independent parts,
@@ -100,10 +105,32 @@ def test_every_part_is_a_layer_of_the_contract():
         assert row.strip() in page, (row, 'docs/architecture.md')
 
 
-def test_atomic_checkpoint_rewrite_lives_in_config():
-    from projects.mmdet3d_plugin.config import checkpoint_hook
+def _registered_hooks() -> dict:
+    """``{class name: module file}`` of every ``@HOOKS.register_module()``
+    class of the package, read from the source."""
+    found = {}
+    for path in PACKAGE.rglob('*.py'):
+        tree = ast.parse(path.read_text())
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ClassDef) and any(
+                    'HOOKS.register_module' in ast.unparse(d)
+                    for d in node.decorator_list):
+                found[node.name] = path.relative_to(PACKAGE)
+    return found
+
+
+def test_each_hook_lives_in_its_capability_folder_and_the_index_lists_it():
+    """A registered hook is a file of its capability's folder under
+    ``engine/`` (beside its machinery), one hook per file, and
+    ``engine/hooks/__init__.py`` imports every one of them."""
     from projects.mmdet3d_plugin.engine import hooks
-    from projects.mmdet3d_plugin.engine.hooks import atomic_checkpoint_hook
-    assert hooks.use_atomic_checkpoints is \
-        checkpoint_hook.use_atomic_checkpoints
-    assert not hasattr(atomic_checkpoint_hook, 'use_atomic_checkpoints')
+    found = _registered_hooks()
+    assert sorted(found) == sorted(hooks.__all__)
+    for name, path in found.items():
+        assert path.parts[0] == 'engine' and len(path.parts) == 3, path
+        assert path.parts[1] != 'hooks', path
+        assert len([p for p in found.values() if p == path]) == 1, path
+        assert getattr(hooks, name).__module__ == (
+            f'{PACKAGE_NAME}.' + '.'.join(path.with_suffix('').parts))
+    assert [p.name for p in (PACKAGE / 'engine' / 'hooks').glob('*.py')
+            ] == ['__init__.py']

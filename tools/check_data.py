@@ -22,9 +22,10 @@ sys.path.insert(0, osp.dirname(osp.dirname(osp.abspath(__file__))))
 
 from projects.mmdet3d_plugin.cli.run_tool import run_tool  # noqa: E402
 from projects.mmdet3d_plugin.cli.parsers import check_config_file  # noqa: E402
-from projects.mmdet3d_plugin.data_check.parser import (  # noqa: E402
-    check_data_parser)
-from projects.mmdet3d_plugin.data_check.report import EXIT_USAGE  # noqa: E402
+from projects.mmdet3d_plugin.data_check.check_report import (  # noqa: E402
+    EXIT_USAGE)
+from projects.mmdet3d_plugin.data_check.tool import (  # noqa: E402
+    check_data_parser, run_from_args)
 
 
 def parse_args():
@@ -34,8 +35,8 @@ def parse_args():
 def main():
     args = parse_args()
     run_tool(check_config_file, args, status=EXIT_USAGE)
-    # The config's stack loads here, after the arguments are checked.
-    from projects.mmdet3d_plugin.data_check.tool import run_from_args
+    # The config's stack loads in run_from_args, after the arguments are
+    # checked.
     return run_tool(run_from_args, args, status=EXIT_USAGE)
 
 

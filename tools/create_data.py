@@ -49,7 +49,7 @@ def parse_args():
 
 def create_data(args) -> int:
     # mmdet3d's converter loads after the arguments.
-    from projects.mmdet3d_plugin.synthetic.converter import \
+    from projects.mmdet3d_plugin.create_data.converter import \
         create_nuscenes_infos
     paths = create_nuscenes_infos(
         args.root_path,

@@ -16,7 +16,8 @@ import sys
 sys.path.insert(0, osp.dirname(osp.dirname(osp.abspath(__file__))))
 
 from projects.mmdet3d_plugin.cli.run_tool import run_tool  # noqa: E402
-from projects.mmdet3d_plugin.doctor.parser import doctor_parser  # noqa: E402
+from projects.mmdet3d_plugin.doctor.tool import (  # noqa: E402
+    doctor_parser, run_from_args)
 
 
 def parse_args():
@@ -24,10 +25,9 @@ def parse_args():
 
 
 def main():
-    args = parse_args()
-    # The checks load the heavy stack, after the arguments are parsed.
-    from projects.mmdet3d_plugin.doctor.preflight import run_from_args
-    return run_tool(run_from_args, args)
+    # The checks load the heavy stack in run_from_args, after the
+    # arguments are parsed.
+    return run_tool(run_from_args, parse_args())
 
 
 if __name__ == '__main__':

@@ -24,7 +24,8 @@ sys.path.insert(0, osp.dirname(osp.dirname(osp.abspath(__file__))))
 
 from projects.mmdet3d_plugin.cli.run_tool import run_tool  # noqa: E402
 from projects.mmdet3d_plugin.cli.parsers import check_config_file  # noqa: E402
-from projects.mmdet3d_plugin.profiling.parser import (profile_parser)  # noqa: E402
+from projects.mmdet3d_plugin.profiling.tool import (  # noqa: E402
+    profile_parser, run_from_args)
 
 
 def parse_args():
@@ -34,8 +35,8 @@ def parse_args():
 def main():
     args = parse_args()
     run_tool(check_config_file, args)
-    # The pipeline's stack loads here, after the arguments are checked.
-    from projects.mmdet3d_plugin.profiling.pipeline import run_from_args
+    # The pipeline's stack loads in run_from_args, after the arguments are
+    # checked.
     return run_tool(run_from_args, args)
 
 

@@ -6,21 +6,25 @@ the first time a config builds from them (:mod:`.lazy_registration`).
 Importing it loads mmdet3d's datasets, engine and models: the cost a
 training process pays anyway, since the plugin's classes subclass them.
 
+Unlike mmdet3d's ``register_all_modules()``, :func:`register_plugin`
+initialises no default scope (a config's ``default_scope`` does) and
+applies the stack fixes.
+
 Examples:
-    >>> from projects.mmdet3d_plugin.registration import \\
-    ...     register_all_modules
-    >>> register_all_modules()
+    >>> from projects.mmdet3d_plugin.registration import register_plugin
+    >>> applied = register_plugin()  # the switchable fixes applied
 """
 from typing import Set
 
 from . import datasets, engine, evaluation  # noqa: F401  they register
 from .compat.fixes import apply_fixes
 
-__all__ = ['register_all_modules']
+__all__ = ['register_plugin']
 
 
-def register_all_modules() -> Set[str]:
-    """Make sure the plugin is registered and the fixes applied.
+def register_plugin() -> Set[str]:
+    """Make sure the plugin's classes are registered and the stack fixes
+    applied (once per process; importing this module did both).
 
     Returns:
         set[str]: The names of the switchable fixes applied in this process
@@ -29,4 +33,4 @@ def register_all_modules() -> Set[str]:
     return apply_fixes()
 
 
-register_all_modules()
+register_plugin()

@@ -8,7 +8,7 @@ from tests.helpers.gpu import requires_no_cuda
 from projects.mmdet3d_plugin.cli.prepare import prepare_run, timeout_error
 from projects.mmdet3d_plugin.cli.parsers import train_parser
 from projects.mmdet3d_plugin.cli.run import prepare_train
-from projects.mmdet3d_plugin.failures.causes import AmpUnsupportedError
+from projects.mmdet3d_plugin.failures.exceptions import AmpUnsupportedError
 
 TOY = """
 default_scope = 'mmdet3d'

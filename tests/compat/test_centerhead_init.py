@@ -19,7 +19,8 @@ import mmdet3d
 from mmdet3d.registry import MODELS
 from projects.mmdet3d_plugin import load_config
 from projects.mmdet3d_plugin.compat import fixes
-from projects.mmdet3d_plugin.cli.runner import build_runner, isolate_runner
+from projects.mmdet3d_plugin.cli.runner_setup import (build_runner,
+                                                      isolate_runner)
 from projects.mmdet3d_plugin.config.data_root import redirect_data_root
 
 REPO = Path(__file__).resolve().parents[2]

@@ -28,7 +28,7 @@ from mmengine.logging import MMLogger
 
 from projects.mmdet3d_plugin.config.plugin_dir import (
     PluginDirCollisionError, import_plugins, plugin_dir_collision)
-from projects.mmdet3d_plugin.doctor.preflight import main as doctor_main
+from projects.mmdet3d_plugin.doctor.tool import main as doctor_main
 from tests.helpers.train_tool import train_in_process, warm
 
 REPO = Path(__file__).resolve().parents[2]

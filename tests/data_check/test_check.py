@@ -25,10 +25,10 @@ from projects.mmdet3d_plugin.config.loading import read_config
 from projects.mmdet3d_plugin.data_check.check import (check_files,
                                                       file_problem,
                                                       sample_files)
-from projects.mmdet3d_plugin.data_check.files import DataFile, data_files
-from projects.mmdet3d_plugin.data_check.parser import check_data_parser
-from projects.mmdet3d_plugin.data_check.report import EXIT_USAGE
-from projects.mmdet3d_plugin.data_check.tool import main, run_from_args
+from projects.mmdet3d_plugin.data_check.check_report import EXIT_USAGE
+from projects.mmdet3d_plugin.data_check.data_files import DataFile, data_files
+from projects.mmdet3d_plugin.data_check.tool import (check_data_parser, main,
+                                                     run_from_args)
 from projects.mmdet3d_plugin.doctor.checks import files as doctor_files
 from projects.mmdet3d_plugin.doctor.context import (DoctorContext,
                                                     DoctorOptions)

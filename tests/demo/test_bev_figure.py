@@ -5,7 +5,8 @@ from pathlib import Path
 import numpy as np
 
 from projects.mmdet3d_plugin import load_config
-from projects.mmdet3d_plugin.cli.runner import build_runner, isolate_runner
+from projects.mmdet3d_plugin.cli.runner_setup import (build_runner,
+                                                      isolate_runner)
 from projects.mmdet3d_plugin.demo.bev_figure import draw_bev, predict_frame
 from projects.mmdet3d_plugin.config.data_root import redirect_data_root
 from projects.mmdet3d_plugin.constants import NUSCENES_CLASSES

@@ -32,7 +32,9 @@ from projects.mmdet3d_plugin.compat.inventory import OFF_VARIABLE
 from projects.mmdet3d_plugin.compat.python_fork import fork_deadlock
 from projects.mmdet3d_plugin.constants import CPU_BF16_ENV
 from projects.mmdet3d_plugin.doctor.checks import env as env_checks
-from projects.mmdet3d_plugin.doctor.preflight import main, run_doctor
+from projects.mmdet3d_plugin.doctor.preflight import run_doctor
+from projects.mmdet3d_plugin.doctor.tool import (doctor_parser, main,
+                                                 merge_train_args)
 from projects.mmdet3d_plugin.doctor.context import (DoctorContext,
                                                     DoctorOptions, passed)
 from projects.mmdet3d_plugin.doctor.checks.registry_types import config_types
@@ -543,8 +545,6 @@ def test_script_on_small_centerpoint_passes(nus_synthetic, tmp_path):
 
 
 def _doctor_args(*argv):
-    from projects.mmdet3d_plugin.doctor.preflight import (doctor_parser,
-                                                          merge_train_args)
     return merge_train_args(doctor_parser().parse_args(['cfg.py', *argv]))
 
 

@@ -10,7 +10,7 @@ from tests.helpers.gpu import requires_cuda, requires_no_cuda
 from mmdet3d.registry import RUNNERS
 from tests.helpers.precision_toys import collect_logs, parameters_of, toy_cfg
 from tests.helpers import fault_hooks  # noqa: F401  registers StopAfterHook
-from projects.mmdet3d_plugin.engine.hooks.accumulation_resume_hook import (
+from projects.mmdet3d_plugin.engine.resume.accumulation_resume_hook import (
     AccumulationResumeHook)
 from projects.mmdet3d_plugin.engine.amp import (check_amp_supported,
                                                 warn_accumulation_with_batchnorm)

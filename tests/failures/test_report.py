@@ -102,11 +102,11 @@ DDP_TEXT = ('RuntimeError: Expected to have finished reduction in the prior '
     ("AttributeError: module 'numpy' has no attribute 'long'", 1,
      'upstream_bug'),
     ('', -signal.SIGSEGV, 'native_crash'),
-    ('projects.mmdet3d_plugin.failures.causes.NonFiniteStepsError: '
+    ('projects.mmdet3d_plugin.failures.exceptions.NonFiniteStepsError: '
      'NonFiniteGuardHook: 3 non-finite steps in a row', 1, 'nonfinite'),
     ('NonFiniteStateError: AtomicCheckpointHook: iter_5.pth not written', 1,
      'nonfinite'),
-    ('projects.mmdet3d_plugin.datasets.bad_samples.errors.BadSamplesError: '
+    ('projects.mmdet3d_plugin.failures.exceptions.BadSamplesError: '
      'BadSampleHook: 11 broken files met, more than max_bad_samples=10', 1,
      'data'),
     ('BadSampleError: Caught BadSampleError in DataLoader worker process 0.'

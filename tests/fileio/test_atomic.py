@@ -21,7 +21,9 @@ import pytest
 from projects.mmdet3d_plugin.fileio.atomic import (ATOMIC_BACKEND, TMP_MARK,
                                                    AtomicLocalBackend,
                                                    _deferred_signals,
-                                                   atomic_write, is_temporary,
+                                                   atomic_write,
+                                                   atomic_write_json,
+                                                   is_temporary,
                                                    remove_stale_temporaries)
 
 BACKEND_ARGS = dict(backend=ATOMIC_BACKEND)
@@ -40,6 +42,14 @@ def test_text_is_encoded_and_folders_are_created(tmp_path):
     target = tmp_path / 'a' / 'b' / 'last_checkpoint'
     atomic_write('époque', str(target), encoding='utf-16')
     assert target.read_bytes() == 'époque'.encode('utf-16')
+
+
+def test_json_report_is_indented_with_a_final_newline(tmp_path):
+    target = tmp_path / 'work' / 'report.json'
+    atomic_write_json([dict(check='env.python', status='pass')], target)
+    assert target.read_text() == (
+        '[\n  {\n    "check": "env.python",\n    "status": "pass"\n  }\n]\n')
+    assert os.listdir(target.parent) == ['report.json']
 
 
 def test_permissions_follow_the_umask(tmp_path):

@@ -1,7 +1,7 @@
 """Toy model and data for the reliability tests.
 
 Imported by the training processes of
-``tests/engine/hooks/test_atomic_checkpoint_hook.py`` and
+``tests/engine/atomic_checkpoint/test_atomic_checkpoint_hook.py`` and
 ``tests/engine/resume/test_exact_resume.py`` through ``custom_imports`` (the repository on
 ``PYTHONPATH``), and by spawn-started DataLoader workers to unpickle
 :class:`SelfKillingDataset`. :func:`write_config` writes the config those

@@ -1,7 +1,7 @@
 """A hook that makes one rank hang, for the DistWatchdogHook tests.
 
 Imported by the training processes (``custom_imports``, with the repository on
-``PYTHONPATH``) and by ``tests/engine/hooks/test_dist_watchdog_hook.py``.
+``PYTHONPATH``) and by ``tests/engine/watchdog/test_dist_watchdog_hook.py``.
 """
 import os
 import time

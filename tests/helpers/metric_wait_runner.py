@@ -26,7 +26,7 @@ from mmdet3d.registry import METRICS  # noqa: E402
 
 from projects.mmdet3d_plugin import load_config  # noqa: E402
 from tests.helpers.rank_scenarios import run_scenarios  # noqa: E402
-from projects.mmdet3d_plugin.cli.runner import (  # noqa: E402
+from projects.mmdet3d_plugin.cli.runner_setup import (  # noqa: E402
     build_runner, isolate_runner, setup_distributed)
 from projects.mmdet3d_plugin.config.data_root import (  # noqa: E402
     redirect_data_root)

@@ -1,8 +1,9 @@
 """Presets and train flags applied to a config in a test as the tools do:
 merged, then validated once (``cli.prepare.prepare_run``'s order)."""
+from projects.mmdet3d_plugin.config.optim_wrapper import \
+    validate_optim_wrapper
 from projects.mmdet3d_plugin.config.presets import (applied_by, merge_presets,
-                                                    merge_train_flags,
-                                                    validate_optim_wrapper)
+                                                    merge_train_flags)
 
 
 def apply_presets(cfg, names):

@@ -1,7 +1,7 @@
 """A toy dataset and model that are slow on one rank, for the StragglerHook
 tests.
 
-Imported by ``tests/engine/hooks/test_straggler_hook.py`` and, through
+Imported by ``tests/engine/straggler/test_straggler_hook.py`` and, through
 ``custom_imports``, by the ranks it trains. The slow rank is read from
 ``RANK``, which torchrun (and ``tests/helpers/train_tool.py``'s forked
 ranks) set and forked DataLoader workers inherit. :func:`write_config`

@@ -1,4 +1,5 @@
-"""Where the generated nuScenes-format dataset of the tests is cached."""
+"""Where the generated nuScenes-format dataset of the tests is cached, and
+the digest of a dataset root's files."""
 import hashlib
 import sys
 from importlib.metadata import PackageNotFoundError
@@ -7,10 +8,12 @@ from pathlib import Path
 from typing import Optional
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-SYNTHETIC_DIR = REPO_ROOT / 'projects' / 'mmdet3d_plugin' / 'synthetic'
+PLUGIN_DIR = REPO_ROOT / 'projects' / 'mmdet3d_plugin'
+#: The generator's sources and the converter's, which write the files.
 SYNTHETIC_SOURCES = tuple(
     p.relative_to(REPO_ROOT).as_posix()
-    for p in sorted(SYNTHETIC_DIR.glob('*.py')))
+    for folder in ('synthetic', 'create_data')
+    for p in sorted((PLUGIN_DIR / folder).glob('*.py')))
 #: Distributions whose output the cached files hold: the generator's
 #: numbers and pictures (numpy, pyquaternion, OpenCV's JPEG and PNG
 #: encoders, under any of its wheel names), the devkit's splits, and
@@ -69,3 +72,14 @@ def prepare_dense_synthetic(seed: int = 0,
         synthetic_cache_dir(seed, points_per_frame, samples_per_scene),
         seed=seed, config=SyntheticNuScenesConfig(
             points_per_frame=points_per_frame, **extra))
+
+
+def tree_digest(root: Path, skip=('.pkl', '_gt_database')) -> dict:
+    """The sha256 of every file under ``root`` by relative path, leaving
+    out the paths with a part that ends with one of ``skip`` (by default
+    the converter's products: info files and the GT database)."""
+    return {
+        str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(root.rglob('*')) if p.is_file() and not any(
+            part.endswith(skip) for part in p.relative_to(root).parts)
+    }

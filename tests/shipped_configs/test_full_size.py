@@ -27,7 +27,8 @@ from mmdet3d.registry import DATASETS
 from projects.mmdet3d_plugin import load_config
 from projects.mmdet3d_plugin.compat import fixes
 from projects.mmdet3d_plugin.compat.inventory import OFF_VARIABLE
-from projects.mmdet3d_plugin.cli.runner import build_runner, isolate_runner
+from projects.mmdet3d_plugin.cli.runner_setup import (build_runner,
+                                                      isolate_runner)
 from projects.mmdet3d_plugin.config.data_root import redirect_data_root
 from projects.mmdet3d_plugin.config.presets import replace_transform_types
 

@@ -7,7 +7,8 @@ import pytest
 import torch
 
 from projects.mmdet3d_plugin import load_config
-from projects.mmdet3d_plugin.cli.runner import build_runner, isolate_runner
+from projects.mmdet3d_plugin.cli.runner_setup import (build_runner,
+                                                      isolate_runner)
 from projects.mmdet3d_plugin.config.data_root import redirect_data_root
 
 # Three trainings with a devkit evaluation each.

@@ -1,7 +1,5 @@
-"""The generated nuScenes-format dataset, through nuscenes-devkit and
-mmdet3d's own converter (``tools/create_data.py`` in a process forked from
-this one: the converter is the subject, not the script's start-up)."""
-import hashlib
+"""The generated nuScenes-format dataset, through nuscenes-devkit (the
+converter's own tests: ``tests/create_data/``)."""
 import json
 import multiprocessing
 import pickle
@@ -26,7 +24,7 @@ from projects.mmdet3d_plugin.synthetic.writer import (
     SyntheticNuScenesConfig, generate_synthetic_nuscenes,
     prepare_synthetic_nuscenes)
 from projects.mmdet3d_plugin.synthetic.scene import DETECTION_CLASSES
-from tests.helpers.train_tool import fork_tool
+from tests.helpers.synthetic_data import tree_digest
 
 TABLES = ('attribute', 'calibrated_sensor', 'category', 'ego_pose', 'instance',
           'log', 'map', 'sample', 'sample_annotation', 'sample_data', 'scene',
@@ -40,14 +38,6 @@ SMALL = SyntheticNuScenesConfig(
     ground_points_per_ring=8,
     clutter_points=40,
     image_size=(32, 18))
-
-
-def _tree_digest(root: Path, skip=('.pkl', '_gt_database')) -> dict:
-    return {
-        str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
-        for p in sorted(root.rglob('*')) if p.is_file() and not any(
-            part.endswith(skip) for part in p.relative_to(root).parts)
-    }
 
 
 def _gt_as_predictions(nusc: NuScenes,
@@ -210,57 +200,10 @@ def test_ground_truth_as_predictions_scores_perfectly(nus_synthetic, nusc,
     assert shifted['mean_ap'] < 0.3
 
 
-def test_create_data_tool_writes_mmdet3d_infos(nus_synthetic, tmp_path):
-    before = _tree_digest(nus_synthetic, skip=())
-    tool = fork_tool(  # library: mmdet3d's converter, through the script
-        'create_data', 'nuscenes', '--root-path', nus_synthetic,
-        '--out-dir', tmp_path, '--extra-tag', 'nuscenes', '--version',
-        'v1.0-mini', '--max-sweeps', '10', '--no-gt-database')
-    output, _ = tool.communicate(timeout=600)
-    assert tool.returncode == 0, output[-3000:]
-    assert sorted(p.name for p in tmp_path.iterdir()) == [
-        'nuscenes_infos_train.pkl', 'nuscenes_infos_val.pkl'
-    ]
-    assert _tree_digest(nus_synthetic, skip=()) == before  # root untouched
-
-    expected_len = {'train': 80, 'val': 20}
-    for split in ('train', 'val'):
-        data = pickle.loads(
-            (tmp_path / f'nuscenes_infos_{split}.pkl').read_bytes())
-        assert data['metainfo']['info_version'] == '1.1'
-        assert set(data['metainfo']['categories']) == set(DETECTION_CLASSES)
-        assert len(data['data_list']) == expected_len[split]
-        labels = {
-            inst['bbox_label_3d']
-            for info in data['data_list']
-            for inst in info['instances']
-        }
-        assert labels == set(range(10))
-        for info in data['data_list']:
-            assert len(info['lidar_sweeps']) == 10
-            assert len(info['images']) == 6
-            assert all(inst['bbox_3d_isvalid'] for inst in info['instances'])
-            assert not np.isnan([i['velocity']
-                                 for i in info['instances']]).any()
-        # Same converter, same input: the fixture's infos are identical.
-        assert (tmp_path / f'nuscenes_infos_{split}.pkl').read_bytes() == \
-            (nus_synthetic / f'nuscenes_infos_{split}.pkl').read_bytes()
-
-
-def test_ground_truth_database_holds_object_points(nus_synthetic):
-    db = pickle.loads(
-        (nus_synthetic / 'nuscenes_dbinfos_train.pkl').read_bytes())
-    assert set(db) == set(DETECTION_CLASSES)
-    for name, entries in db.items():
-        assert all(e['num_points_in_gt'] > 0 for e in entries), name
-        pts = np.fromfile(nus_synthetic / entries[0]['path'], dtype=np.float32)
-        assert pts.size == 5 * entries[0]['num_points_in_gt']
-
-
 def test_same_seed_gives_identical_files(nus_synthetic, tmp_path):
     generate_synthetic_nuscenes(tmp_path / 'again', seed=0)
-    again = _tree_digest(tmp_path / 'again')
-    assert again == _tree_digest(nus_synthetic)
+    again = tree_digest(tmp_path / 'again')
+    assert again == tree_digest(nus_synthetic)
     assert len(again) > 1000
 
 
@@ -276,7 +219,7 @@ def test_seeds_keep_ground_truth_evaluable(seed, tmp_path):
 
 
 def test_different_seeds_differ(tmp_path):
-    first, second = (_tree_digest(
+    first, second = (tree_digest(
         generate_synthetic_nuscenes(tmp_path / str(seed), seed, config=SMALL))
                       for seed in (0, 1))
     assert len(first) == len(second)

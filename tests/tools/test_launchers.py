@@ -7,7 +7,7 @@ dist_train.sh's ``DOCTOR=1`` stopping a launch; every other tool's one
 for the interpreter to print. torchrun's restarts, its preemption exit
 and ``--resume`` through the launchers:
 ``tests/engine/resume/test_exact_resume.py``; a hang ended by the
-watchdog: ``tests/engine/hooks/test_dist_watchdog_hook.py``; the failure
+watchdog: ``tests/engine/watchdog/test_dist_watchdog_hook.py``; the failure
 report: ``tests/failures/test_report.py``."""
 import json
 import os

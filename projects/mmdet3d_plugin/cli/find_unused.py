@@ -8,9 +8,9 @@ from mmengine.hooks import Hook
 from mmengine.runner import Runner
 
 from mmdet3d.registry import RUNNERS
-from ..engine.hooks.ddp_unused_param_hook import DDPUnusedParamHook
+from ..engine.unused_params.ddp_unused_param_hook import DDPUnusedParamHook
 from ..engine.unused_params.table import format_table
-from .runner import isolate_runner
+from .runner_setup import isolate_runner
 
 
 class _Stop(Exception):

@@ -16,6 +16,8 @@ from ..constants import AMP_CHOICES, FP32_FLAG
 
 #: Environment variable that turns the one-line errors off.
 DEBUG_ENV = 'MMDET3D_PLUGIN_DEBUG'
+#: The job launchers of ``--launcher`` (mmdet3d's tools/train.py's).
+LAUNCHERS = ('none', 'pytorch', 'slurm', 'mpi')
 
 CFG_OPTIONS_HELP = (
     'override settings of the config, as key=value pairs; lists as '
@@ -130,7 +132,7 @@ def _common_args(parser: argparse.ArgumentParser) -> None:
     add_cfg_options(parser)
     parser.add_argument(
         '--launcher',
-        choices=['none', 'pytorch', 'slurm', 'mpi'],
+        choices=LAUNCHERS,
         default='none',
         help='job launcher')
     # torch.distributed.launch passes --local-rank on torch >= 2.0 and

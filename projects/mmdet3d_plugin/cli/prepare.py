@@ -11,12 +11,13 @@ The order is mmdet3d's ``tools/train.py`` order, the plugin's flags last:
    ``--accum``, then ``--data-root`` (every dataset, evaluator and GT
    database moved);
 4. the run's own settings: the launcher, ``--work-dir`` (else
-   ``./work_dirs/<config name>``); for training the atomic checkpoint
-   hook (``--checkpoint-minutes``), the loops that resume exactly and
-   ``PreemptionHook`` (``engine.resume.run_config``), ``--sync_bn``,
-   ``--auto-scale-lr`` and ``--resume`` (in a restarted or requeued run
-   without it: the newest checkpoint of the work dir); for testing the
-   checkpoint as ``load_from``;
+   ``./work_dirs/<config name>``); for training the run defaults (the
+   table of ``engine/run_defaults.py``: the atomic checkpoint hook, with
+   ``--checkpoint-minutes``, the loops that resume exactly,
+   ``PreemptionHook``, ``NonFiniteGuardHook``, ``BadSampleHook``),
+   ``--sync_bn``, ``--auto-scale-lr`` and ``--resume`` (in a restarted or
+   requeued run without it: the newest checkpoint of the work dir); for
+   testing the checkpoint as ``load_from``;
 5. the config's legacy ``plugin_dir`` imported (``config.plugin_dir``);
 6. ``optim_wrapper`` validated, once (an error names what set the value);
 7. the checks that must come before anything is built, each raising one
@@ -38,23 +39,21 @@ from mmengine.config import Config
 from mmengine.logging import print_log
 from mmengine.runner import find_latest_checkpoint
 
-from ..config.checkpoint_hook import use_atomic_checkpoints
 from ..config.data_root import redirect_data_root
-from ..datasets.bad_samples.run_config import use_bad_sample_hook
-from ..engine.nonfinite.run_config import use_nonfinite_guard
-from ..engine.resume.run_config import set_checkpoint_minutes, use_exact_resume
 from ..config.loading import merge_cfg_options, read_config, settings_source
 from ..config.plugin_dir import PluginDirCollisionError, import_plugins
-from ..config.presets import merge_train_flags, validate_optim_wrapper
+from ..config.optim_wrapper import validate_optim_wrapper
+from ..config.presets import merge_train_flags
 from ..config.run_checks import RUN_LOOPS, check_run_config
 from ..dist.budget import timeout_problems
 from ..engine.amp import check_amp_supported
 from ..engine.resume.restart import checkpoint_seed, restart_attempt
+from ..engine.run_defaults import apply_run_defaults
 
 
 def process_group_backend() -> str:
     """The backend the launchers start here: 'nccl' with CUDA, 'gloo'
-    without (see ``cli.runner.setup_distributed``)."""
+    without (see ``cli.runner_setup.setup_distributed``)."""
     return 'nccl' if torch.cuda.is_available() else 'gloo'
 
 
@@ -127,11 +126,7 @@ def _set_run_settings(cfg: Config, run: str, config: str, launcher: str,
     if run == 'test':
         cfg.load_from = checkpoint
         return
-    use_atomic_checkpoints(cfg)
-    set_checkpoint_minutes(cfg, checkpoint_minutes)
-    use_exact_resume(cfg)
-    use_nonfinite_guard(cfg)
-    use_bad_sample_hook(cfg)
+    apply_run_defaults(cfg, checkpoint_minutes)
     if sync_bn != 'none':
         cfg.sync_bn = sync_bn
     if auto_scale_lr:

@@ -18,7 +18,7 @@ from ..engine.nonfinite.records import (RECORDS_FILE, batch_samples,
 from ..engine.resume.position import META_KEY
 from ..engine.resume.sample_key import seed_iteration
 from ..engine.resume.sampler import ResumableSampler
-from .runner import build_runner
+from .runner_setup import build_runner
 
 
 def _record(work: Path, iteration: int) -> Optional[dict]:

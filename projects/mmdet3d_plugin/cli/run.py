@@ -19,7 +19,7 @@ from ..compat.python_fork import fork_deadlock
 from ..engine.checkpoint_fit import check_checkpoint_fits
 from ..failures.rank_info import note_rank_context
 from .prepare import prepare_run
-from .runner import build_runner, setup_distributed
+from .runner_setup import build_runner, setup_distributed
 
 
 def _set_local_rank(args: argparse.Namespace) -> None:

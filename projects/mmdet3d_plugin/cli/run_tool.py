@@ -21,9 +21,9 @@ from typing import Any, Callable, Optional
 
 from ..constants import CUSTOM_IMPORTS
 from ..failures.causes import known_error, signal_hint
+from ..failures.exceptions import (AmpUnsupportedError, BadSampleError,
+                                   BadSamplesError)
 from .parsers import DEBUG_ENV
-from ..failures.causes import (AmpUnsupportedError, BadSampleError,
-                               BadSamplesError)
 
 
 USER_ERROR_TYPES = (FileNotFoundError, FileExistsError, ValueError,

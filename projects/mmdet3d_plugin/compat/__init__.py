@@ -2,11 +2,13 @@
 
 Each module names the upstream problem it works around and when it can go;
 :mod:`.inventory` lists them, with everything else in the plugin that relies
-on private upstream behaviour, and the versions each was reviewed against.
-Applied once, by :func:`.fixes.apply_fixes` when the plugin registers its
-classes (``projects.mmdet3d_plugin.register_all_modules``); importing this
-package applies nothing; nothing here edits
-files of another package on disk or changes numpy or torch globally.
+on private upstream behaviour, and the versions each was reviewed against;
+:mod:`.upstream_checks` holds what the tests compare with the installed
+packages for each entry. Applied once, by :func:`.fixes.apply_fixes` when
+the plugin registers its classes
+(``projects.mmdet3d_plugin.registration.register_plugin``); importing this
+package applies nothing; nothing here edits files of another package on
+disk or changes numpy or torch globally.
 
 1. ``checkpoints``: weights-only ``torch.load`` of mmengine checkpoints
    (torch >= 2.6, mmengine #1655).
@@ -22,6 +24,11 @@ files of another package on disk or changes numpy or torch globally.
 7. ``restart_store``: process groups of a torchrun restart that do not
    read the keys of the attempt before (applied by the launch code, not at
    import).
+8. ``config_text``: mmengine's config text formatted by yapf once per
+   content, not at every dump, log and checkpoint.
+
+Not a workaround: ``python_fork`` names the Pythons whose forked workers
+can deadlock (CPython gh-112275), for the doctor and ``tools/train.py``.
 
 The upstream errors the plugin knows without working around them are rows
 of the cause table, ``failures.causes.KNOWN_ERRORS``.

@@ -1,7 +1,7 @@
 """Apply the stack fixes of this folder, once per process.
 
 :func:`apply_fixes` runs when the plugin registers its classes
-(``projects.mmdet3d_plugin.register_all_modules``): the weights-only
+(``projects.mmdet3d_plugin.registration.register_plugin``): the weights-only
 ``torch.load`` of mmengine checkpoints, spconv's backward on CPU, the
 config's text formatted once per content, and the
 switchable fixes (``dbsampler``, ``centerhead_init``) that

@@ -147,7 +147,8 @@ OVERRIDES = (
         at_import=True),
     Override(
         name='checkpoint_hook_save_step',
-        where='engine/hooks/atomic_checkpoint_hook.py: AtomicCheckpointHook',
+        where='engine/atomic_checkpoint/atomic_checkpoint_hook.py: '
+        'AtomicCheckpointHook',
         what='overrides the private CheckpointHook._save_checkpoint_with_step',
         upstream='mmengine.hooks.CheckpointHook (private method)',
         remove_when='mmengine writes checkpoints atomically',
@@ -189,7 +190,7 @@ OVERRIDES = (
         reviewed={'python': '>=3.8,<3.14'}),
     Override(
         name='converter_by_path',
-        where='synthetic/converter.py: create_nuscenes_infos',
+        where='create_data/converter.py: create_nuscenes_infos',
         what="imports mmdet3d's converter scripts from the wheel by path "
         '(sys.modules) and runs them with a temporary working directory, '
         "since update_infos_to_v2 opens './data/nuscenes' whatever the root",
@@ -378,7 +379,7 @@ OVERRIDES = (
         reviewed={'torch': '>=2.4,<2.14'}),
     Override(
         name='preemption_default_store',
-        where='engine/hooks/preemption_hook.py: PreemptionHook, '
+        where='engine/preemption/preemption_hook.py: PreemptionHook, '
         '_get_default_store',
         what="puts the ranks' stop agreement on the default group's store, "
         "from torch's private distributed_c10d._get_default_store()",

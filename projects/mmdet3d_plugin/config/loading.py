@@ -6,9 +6,8 @@ from mmengine.logging import print_log
 
 from ..constants import PLUGIN_MODULE
 from .legacy.translator import format_migration_table, translate_legacy
-from .optim_wrapper import BF16_TYPES
-from .presets import (applied_by, merge_presets, preset_names_of,
-                      validate_optim_wrapper)
+from .optim_wrapper import BF16_TYPES, validate_optim_wrapper
+from .presets import applied_by, merge_presets, preset_names_of
 
 #: Runner that :func:`load_config` selects when a config names none; it
 #: counts gradient accumulation in ``auto_scale_lr`` and checks AMP early.

@@ -31,8 +31,7 @@ from mmengine.config import Config, ConfigDict
 from mmengine.logging import print_log
 
 from ..constants import AMP_CHOICES, AMP_FLAG_PRESETS, FP32_FLAG, REPO_ROOT
-from .optim_wrapper import (AUTOCAST_TYPES, LOSS_SCALE_TYPES,
-                            NO_LOSS_SCALE_TYPES, accumulative_counts_of,
+from .optim_wrapper import (AUTOCAST_TYPES, accumulative_counts_of,
                             is_multi_wrapper)
 
 #: Folder of the preset files: ``configs/_base_/presets`` of the checkout
@@ -48,10 +47,6 @@ TRANSFORM_TYPES_KEY = 'transform_types'
 
 #: Loops whose ``fp16=True`` runs evaluation under autocast.
 _EVAL_LOOPS = ('val_cfg', 'test_cfg')
-
-_GRAD_SCALER_ARGS = ('init_scale', 'growth_factor', 'backoff_factor',
-                     'growth_interval', 'enabled')
-_VALID_DTYPES = ('float16', 'bfloat16', 'float32', 'float64')
 
 
 def known_presets() -> List[str]:
@@ -120,106 +115,6 @@ def _optim_wrapper_of(cfg: Union[Config, Dict], where: str) -> Dict:
             'Set accumulative_counts / type / loss_scale in each wrapper '
             'by hand.')
     return optim_wrapper
-
-
-def validate_optim_wrapper(cfg: Union[Config, Dict],
-                           where: str = 'optim_wrapper') -> None:
-    """Check the accumulation and precision keys of ``cfg.optim_wrapper``.
-
-    Converts an integer ``loss_scale`` to float in place (mmengine's
-    ``AmpOptimWrapper`` raises TypeError on ``loss_scale=512``).
-
-    Args:
-        cfg (Config | dict): Config holding ``optim_wrapper``. A config
-            without it passes.
-        where (str): Context prefix of error messages, e.g. the preset or
-            flag that set the values. Defaults to 'optim_wrapper'.
-
-    Raises:
-        ValueError: If ``accumulative_counts`` is not a positive integer, or
-            ``loss_scale`` is not a positive number, 'dynamic' or a dict of
-            ``GradScaler`` arguments, or ``dtype`` is unknown.
-        TypeError: If the values have the wrong type.
-    """
-    optim_wrapper = cfg.get('optim_wrapper')
-    if not optim_wrapper:
-        return
-    if is_multi_wrapper(optim_wrapper):
-        # Several wrappers (OptimWrapperDict): check each one.
-        for name, sub in optim_wrapper.items():
-            if isinstance(sub, dict):
-                validate_optim_wrapper(
-                    dict(optim_wrapper=sub), f'{where}.{name}')
-        return
-
-    counts = optim_wrapper.get('accumulative_counts', 1)
-    if (isinstance(counts, bool) or not isinstance(counts, numbers.Integral)
-            or counts < 1):
-        raise ValueError(
-            f'{where}: optim_wrapper.accumulative_counts must be a positive '
-            f'integer (1 = no accumulation), got {counts!r}. Use a preset '
-            "'grad_accum_x2'/'grad_accum_x4'/'grad_accum_x8' or --accum N "
-            'with N >= 1.')
-
-    wrapper_type = optim_wrapper.get('type', 'OptimWrapper')
-    if 'loss_scale' in optim_wrapper:
-        if wrapper_type in NO_LOSS_SCALE_TYPES:
-            raise ValueError(
-                f'{where}: optim_wrapper.loss_scale is only used by '
-                'AmpOptimWrapper (float16), but optim_wrapper.type is '
-                f'{wrapper_type!r}. Use preset \'fp16\' or \'fp16_dynamic\' '
-                '(which set the type), or remove loss_scale.')
-        if wrapper_type in LOSS_SCALE_TYPES:
-            optim_wrapper['loss_scale'] = _checked_loss_scale(
-                optim_wrapper['loss_scale'], where)
-
-    dtype = optim_wrapper.get('dtype')
-    if dtype is not None and isinstance(dtype, str) and \
-            dtype not in _VALID_DTYPES:
-        raise ValueError(
-            f'{where}: optim_wrapper.dtype must be one of {_VALID_DTYPES} or '
-            f"None, got {dtype!r}. Use preset 'fp16' or 'bf16'.")
-
-
-def _checked_loss_scale(loss_scale, where: str):
-    """Validate one ``loss_scale`` value and return it (ints as floats)."""
-    fix = ("use a positive number (static scale, e.g. 512.), 'dynamic', "
-           'or a dict of torch GradScaler arguments, e.g. '
-           'dict(init_scale=512., growth_interval=2000)')
-    if isinstance(loss_scale, str):
-        if loss_scale != 'dynamic':
-            raise ValueError(
-                f'{where}: optim_wrapper.loss_scale={loss_scale!r} is not '
-                f'valid; {fix}.')
-        return loss_scale
-    if isinstance(loss_scale, dict):
-        unknown = sorted(set(loss_scale) - set(_GRAD_SCALER_ARGS))
-        if unknown:
-            raise ValueError(
-                f'{where}: optim_wrapper.loss_scale has unknown GradScaler '
-                f'arguments {unknown}; allowed are {list(_GRAD_SCALER_ARGS)}.')
-        init_scale = loss_scale.get('init_scale', 2.**16)
-        if (isinstance(init_scale, bool)
-                or not isinstance(init_scale, numbers.Real)
-                or init_scale <= 0):
-            raise ValueError(
-                f'{where}: optim_wrapper.loss_scale.init_scale must be a '
-                f'positive number, got {init_scale!r}.')
-        out = dict(loss_scale)
-        if 'init_scale' in out:
-            out['init_scale'] = float(init_scale)
-        return out
-    if isinstance(loss_scale, bool) or not isinstance(loss_scale,
-                                                      numbers.Real):
-        raise TypeError(
-            f'{where}: optim_wrapper.loss_scale must be a number, '
-            f"'dynamic' or a dict, got {loss_scale!r} "
-            f'({type(loss_scale).__name__}); {fix}.')
-    if not loss_scale > 0:
-        raise ValueError(
-            f'{where}: optim_wrapper.loss_scale must be positive, got '
-            f'{loss_scale!r}; {fix}.')
-    return float(loss_scale)
 
 
 def replace_transform_types(cfg: Union[Config, Dict, list],
@@ -382,7 +277,7 @@ def applied_by(presets: Sequence[str] = (),
                amp: Union[None, bool, str] = None,
                accum: Optional[int] = None) -> str:
     """What set a config's values, in the order it was applied, for the
-    context prefix of :func:`validate_optim_wrapper`'s errors.
+    context prefix of :func:`.optim_wrapper.validate_optim_wrapper`'s errors.
 
     Args:
         presets (Sequence[str]): Preset names merged. Defaults to ().

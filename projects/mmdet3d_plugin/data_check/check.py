@@ -37,8 +37,8 @@ from typing import Dict, List, Sequence, Tuple
 import numpy as np
 from mmengine.utils import ProgressBar
 
-from .files import DataFile, in_kind_order
-from .report import BrokenFile, DataCheckReport
+from .data_files import DataFile, in_kind_order
+from .check_report import BrokenFile, DataCheckReport
 
 #: Files one thread checks per task (and per progress-bar step).
 CHUNK = 512
@@ -125,7 +125,7 @@ def check_files(files: Sequence[DataFile],
     """Check every file.
 
     Args:
-        files (Sequence[DataFile]): What :func:`.files.data_files` (or
+        files (Sequence[DataFile]): What :func:`.data_files.data_files` (or
             :func:`sample_files`) returned.
         read (bool): Read each file, not only stat it. Defaults to False.
         workers (int): Threads. Defaults to 1 (this thread).

@@ -1,15 +1,19 @@
 """``tools/check_data.py``: every broken data file of a config, before a
 launch.
 
-Loads the config as tools/train.py does (``config.loading.read_config``:
-presets, 0.x keys; then ``--cfg-options`` and ``--data-root``), lists
-the files its pipelines will open (:func:`.files.data_files`), checks
-them (:func:`.check.check_files`), prints the table and the broken files,
-and writes the JSON report. This module loads the config's stack; the
-tool imports it after its arguments are checked.
+Its flags (:func:`check_data_parser`), then the check: loads the config as
+tools/train.py does (``config.loading.read_config``: presets, 0.x keys;
+then ``--cfg-options`` and ``--data-root``), lists the files its
+pipelines will open (:func:`.data_files.data_files`), checks them
+(:func:`.check.check_files`), prints the table and the broken files, and
+writes the JSON report. Only argparse and mmengine's ``DictAction`` and
+logger load with this module, so the tool answers ``--help`` and bad
+flags before the config and the stack load: :func:`check_data` imports
+the config loader when it runs.
 
 Public API::
 
+    check_data_parser() -> argparse.ArgumentParser
     check_data(config: str, data_root: Optional[str] = None,
                cfg_options: Optional[dict] = None, read: bool = False,
                workers: int = DEFAULT_WORKERS, progress: bool = False)
@@ -18,21 +22,75 @@ Public API::
     main(argv: Optional[Sequence[str]] = None) -> int
 """
 import argparse
-import contextlib
-import logging
-import os
 import sys
 import time
 from dataclasses import dataclass
-from typing import Dict, Iterator, Optional, Sequence
+from typing import Dict, Optional, Sequence
 
-from mmengine.logging import MMLogger
+from mmengine.config import DictAction
 
-from ..config.loading import merge_cfg_options, read_config
+from ..quiet_logger import quiet_logger
 from .check import check_files
-from .files import data_files
-from .parser import DEFAULT_WORKERS, check_data_parser
-from .report import DataCheckReport
+from .check_report import DataCheckReport
+from .data_files import data_files
+
+#: Threads of ``--workers`` unless given (docs/data_check.md: stat mode on
+#: a local disk gains little from more; a network file system gains more).
+DEFAULT_WORKERS = 4
+#: The JSON report unless ``--json`` names another file.
+DEFAULT_JSON = 'data_check.json'
+
+
+def positive_int(text: str) -> int:
+    """argparse type: an integer >= 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(
+            f'expected an integer >= 1, got {text!r}')
+    return value
+
+
+def check_data_parser() -> argparse.ArgumentParser:
+    """Flags of ``tools/check_data.py``."""
+    parser = argparse.ArgumentParser(
+        description='Find every broken data file a config\'s pipelines '
+        'will open (key frames, sweeps, GT-database objects, images) '
+        'before a launch. Exits 0 when none is broken, 1 when a file is, 2 '
+        'when the check cannot run (bad arguments, missing config or info '
+        'file).')
+    parser.add_argument('config', help='train config file path')
+    parser.add_argument(
+        '--data-root', metavar='DIR',
+        help="check the data at this root: every dataset and ObjectSample's "
+        'GT database moved as tools/train.py --data-root moves them')
+    parser.add_argument(
+        '--read', action='store_true',
+        help='also read every file: whole points, finite values, images '
+        'that decode (default: stat only: exists, regular, not empty, size '
+        'a multiple of load_dim float32)')
+    parser.add_argument(
+        '--workers', type=positive_int, default=DEFAULT_WORKERS,
+        metavar='N', help='threads that check files (default: '
+        '%(default)s)')
+    parser.add_argument(
+        '--json', metavar='PATH', default=DEFAULT_JSON,
+        help='write the counts and every broken file as JSON to PATH '
+        '(default: %(default)s in the current folder)')
+    parser.add_argument(
+        '--progress', action='store_true',
+        help='show the progress bar on stderr even when it is not a '
+        'terminal')
+    parser.add_argument(
+        '--cfg-options', nargs='+', action=DictAction, metavar='KEY=VALUE',
+        help='override settings of the config, as key=value pairs')
+    parser.add_argument(
+        '--debug', action='store_true',
+        help='show the traceback of input errors instead of one error line '
+        '(same as MMDET3D_PLUGIN_DEBUG=1)')
+    return parser
 
 
 @dataclass
@@ -70,22 +128,6 @@ class CheckedData:
                                list_seconds=round(self.list_seconds, 3))
 
 
-@contextlib.contextmanager
-def _quiet_logs() -> Iterator[None]:
-    """A current mmengine logger that prints warnings and errors only (the
-    presets' INFO lines would come before the table); INFO again
-    afterwards, as mmengine's default logger is."""
-    logger = MMLogger.get_instance(
-        f'check_data_{os.getpid()}_{time.monotonic_ns()}',
-        log_level='WARNING')
-    try:
-        yield
-    finally:
-        logger.setLevel(logging.INFO)
-        for handler in logger.handlers:
-            handler.setLevel(logging.INFO)
-
-
 def check_data(config: str,
                data_root: Optional[str] = None,
                cfg_options: Optional[Dict] = None,
@@ -110,8 +152,12 @@ def check_data(config: str,
         FileNotFoundError: If an info file is missing.
         ValueError: For a config that cannot be read or resolved.
     """
+    # The config's stack loads here, after the tool's arguments are checked.
+    from ..config.loading import merge_cfg_options, read_config
     start = time.perf_counter()
-    with _quiet_logs():
+    # Warnings and errors only: the presets' INFO lines would come before
+    # the table.
+    with quiet_logger('check_data', level='WARNING'):
         cfg, _ = read_config(config)
         merge_cfg_options(cfg, cfg_options)
         files = data_files(cfg, data_root=data_root)

@@ -32,7 +32,7 @@ from typing import Dict, Optional, Tuple
 from mmengine.config import Config
 from mmengine.runner import Runner
 
-from ..cli.runner import build_runner
+from ..cli.runner_setup import build_runner
 from ..constants import DEMO_ITERS, NUSCENES_CLASSES, REPO_ROOT
 from ..config.data_root import redirect_data_root
 from ..config.loading import load_config

@@ -39,26 +39,22 @@ Examples:
     >>> report.exit_code, report.get('model.unused_params').status
     (0, 'pass')
 """
-import argparse
-import json
 import logging
 import multiprocessing
-import os
-import sys
 import tempfile
 import time
 import warnings
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Optional
 
-from ..cli.parsers import train_parser
+from ..cli.parsers import LAUNCHERS
+from ..quiet_logger import quiet_logger
 from .checks import config as cfg_
 from .checks import (data, dist, env, files, memory, model, optim,
                      registry_types, throughput)
 from .context import (CheckResult, DoctorContext, DoctorOptions, FAIL, PASS,
                       WARN)
-from .parser import LAUNCHERS, doctor_parser
 
 #: Order of the areas in the checklist.
 AREAS = ('env', 'config', 'data', 'model', 'optim', 'dist')
@@ -203,17 +199,6 @@ def _area_rank(result: CheckResult) -> int:
     return AREAS.index(area) if area in AREAS else len(AREAS)
 
 
-def _quiet_logging(ctx: DoctorContext) -> None:
-    """Make the current mmengine logger one that prints errors only."""
-    if ctx.options.verbose:
-        return
-    from mmengine.logging import MMLogger
-    ctx.loggers.append(
-        MMLogger.get_instance(
-            f'doctor_{os.getpid()}_{time.monotonic_ns()}',
-            log_level='ERROR'))
-
-
 def _release(ctx: DoctorContext) -> None:
     """Stop DataLoader workers, close the Runner's log file, and leave the
     current mmengine logger as mmengine's default one is (INFO to the
@@ -309,11 +294,11 @@ def run_doctor(config: str,
     start = time.perf_counter()
     start_method = multiprocessing.get_start_method(allow_none=True)
     with tempfile.TemporaryDirectory(prefix='doctor_') as tmp_dir, \
-            warnings.catch_warnings():
+            warnings.catch_warnings(), \
+            quiet_logger('doctor', quiet=not verbose):
         if not verbose:
             warnings.simplefilter('ignore')
         ctx = DoctorContext(options=options, tmp_dir=tmp_dir)
-        _quiet_logging(ctx)
         try:
             for name, fn, needs, provides in _checks():
                 ctx.run(name, fn, needs=needs, provides=provides,
@@ -327,75 +312,3 @@ def run_doctor(config: str,
                 multiprocessing.set_start_method(start_method, force=True)
     results = sorted(ctx.results, key=_area_rank)
     return DoctorReport(options, results, time.perf_counter() - start)
-
-
-def merge_train_args(args: argparse.Namespace) -> argparse.Namespace:
-    """Fold ``--train-args`` into the doctor's own flags.
-
-    They are parsed by ``tools/train.py``'s parser, so a flag training
-    would reject is rejected here. A setting given both ways must agree:
-    the doctor has to check what will run.
-    """
-    if not args.train_args:
-        return args
-    parser = train_parser()
-    parser.prog = 'tools/doctor.py --train-args (tools/train.py flags)'
-    train = parser.parse_args([args.config, *args.train_args])
-    merged = argparse.Namespace(**vars(args))
-    for key, unset in (('accum', None), ('amp', None), ('launcher', 'none')):
-        mine, theirs = getattr(args, key), getattr(train, key)
-        if mine != unset and theirs != unset and mine != theirs:
-            flag = '--' + key
-            raise ValueError(
-                f'tools/doctor.py: {flag} {mine} differs from {flag} '
-                f'{theirs} in --train-args; give it once, as training '
-                'will run it')
-        if theirs != unset:
-            setattr(merged, key, theirs)
-    merged.auto_scale_lr = args.auto_scale_lr or train.auto_scale_lr
-    if train.cfg_options:
-        merged.cfg_options = {**(args.cfg_options or {}),
-                              **train.cfg_options}
-    return merged
-
-
-def run_from_args(args: argparse.Namespace) -> int:
-    """Run the doctor on parsed ``tools/doctor.py`` flags, print the
-    checklist, write ``--json``; returns the exit code."""
-    args = merge_train_args(args)
-    world_size = args.world_size
-    if world_size is None:
-        world_size = int(
-            os.environ.get('WORLD_SIZE') or os.environ.get('SLURM_NTASKS')
-            or 1)
-    nnodes = int(os.environ.get('NNODES', 1) or 1)
-    report = run_doctor(
-        args.config,
-        iters=args.iters,
-        cfg_options=args.cfg_options,
-        world_size=world_size,
-        launcher=args.launcher,
-        data_root=args.data_root,
-        nnodes=nnodes,
-        verbose=args.verbose,
-        amp=args.amp,
-        accum=args.accum,
-        auto_scale_lr=args.auto_scale_lr,
-        step_time=args.step_time)
-    print(report.format(), flush=True)
-    if args.json:
-        directory = os.path.dirname(os.path.abspath(args.json))
-        os.makedirs(directory, exist_ok=True)
-        with open(args.json, 'w') as f:
-            json.dump(report.to_json(), f, indent=2)
-            f.write('\n')
-    return report.exit_code
-
-
-def main(argv: Optional[Sequence[str]] = None) -> int:
-    """``tools/doctor.py`` with ``argv``; returns the exit code."""
-    return run_from_args(doctor_parser().parse_args(argv))
-
-
-if __name__ == '__main__':
-    sys.exit(main())

@@ -20,7 +20,7 @@ from torch.nn.modules.batchnorm import _BatchNorm
 from ..config.optim_wrapper import (BF16_TYPES, DEVICE_AMP_TYPES,
                                     accumulative_counts_of, precision_name,
                                     precision_of, wrappers_of)
-from ..failures.causes import AmpUnsupportedError
+from ..failures.exceptions import AmpUnsupportedError
 from .cpu_bf16 import (cpu_bf16_native, measure_bf16_slowdown,
                        native_check_source)
 

@@ -5,11 +5,10 @@ from mmengine.optim import OptimWrapper, OptimWrapperDict, _ParamScheduler
 from mmengine.runner import Runner
 from mmdet3d.registry import RUNNERS
 
-from ..config.optim_wrapper import is_multi_wrapper
-from ..config.presets import validate_optim_wrapper
+from ..config.optim_wrapper import is_multi_wrapper, validate_optim_wrapper
 from .amp import (check_amp_supported, warn_accumulation_with_batchnorm,
                   warn_bf16_on_cpu)
-from .hooks.accumulation_resume_hook import AccumulationResumeHook
+from .resume.accumulation_resume_hook import AccumulationResumeHook
 from .lr_scaling import lr_scale_factor
 
 

@@ -21,33 +21,6 @@ from ..constants import (CUSTOM_IMPORTS, HANG_EXIT_CODE, HANG_MESSAGE_PREFIX,
 from .unused_report import REPORT_FILE as UNUSED_PARAMS_FILE
 
 
-class AmpUnsupportedError(RuntimeError):
-    """The config's mixed precision cannot run on this machine (raised by
-    ``engine.amp.check_amp_supported``; the tools print it as one line)."""
-
-
-class NonFiniteStepsError(RuntimeError):
-    """Too many non-finite steps in a row or in all (raised on every rank
-    by ``NonFiniteGuardHook``; the records are in ``nonfinite.json``)."""
-
-
-class NonFiniteStateError(RuntimeError):
-    """The weights or optimizer state hold NaN / Inf at a checkpoint, which
-    is not written (raised on every rank by ``AtomicCheckpointHook``)."""
-
-
-class BadSampleError(RuntimeError):
-    """A sample could not be loaded: the message names the file, the sample
-    and the error (raised where samples are not replaced, and when no
-    replacement loads either; ``datasets/bad_samples``)."""
-
-
-class BadSamplesError(RuntimeError):
-    """More broken samples than the run tolerates, or a data root that is
-    mostly missing (``BadSampleHook``; the records are in
-    ``bad_samples.json``)."""
-
-
 class Cause(NamedTuple):
     """A likely cause of a failed rank, how to recognise it, and the fix.
 

@@ -9,6 +9,8 @@ file under the real name, and ``--resume`` then fails to load it. Here:
   fsyncs it, and renames it onto the target with ``os.replace`` (atomic on
   POSIX and Windows); SIGTERM and SIGINT that arrive during the write are
   held back until the file is complete, then delivered as usual.
+* :func:`atomic_write_json` is the ``--json`` report of the doctor, the
+  data check and the pipeline profiler, written the same way.
 * :class:`AtomicLocalBackend` is mmengine's ``LocalBackend`` with ``put`` and
   ``put_text`` going through :func:`atomic_write`; it is registered as the
   file backend ``'atomic_local'`` (``backend_args=dict(backend=
@@ -17,11 +19,12 @@ file under the real name, and ``--resume`` then fails to load it. Here:
   SIGKILL during a write leaves behind.
 
 :class:`~projects.mmdet3d_plugin.engine.hooks.AtomicCheckpointHook` uses
-them for checkpoints, and
-:func:`~projects.mmdet3d_plugin.config.checkpoint_hook.use_atomic_checkpoints`
-makes it the checkpoint hook of a config (the plugin's tools call it).
+them for checkpoints, and :func:`~projects.mmdet3d_plugin.engine.
+atomic_checkpoint.atomic_checkpoint_hook.use_atomic_checkpoints` makes it
+the checkpoint hook of a config (the plugin's tools call it).
 """
 import contextlib
+import json
 import os
 import os.path as osp
 import re
@@ -29,7 +32,7 @@ import signal
 import tempfile
 import threading
 from pathlib import Path
-from typing import Iterator, List, Union
+from typing import Any, Iterator, List, Union
 
 from mmengine.fileio import LocalBackend, register_backend
 
@@ -106,6 +109,19 @@ def atomic_write(data: Union[bytes, str],
             raise
         if durable:
             _fsync_dir(folder)
+
+
+def atomic_write_json(data: Any, path: Union[str, Path]) -> None:
+    """Write ``data`` as indented JSON (and a final newline) to ``path``
+    with :func:`atomic_write`: a tool's ``--json`` report, whole or absent,
+    its folder created. Not fsynced (a report is rewritten, not resumed
+    from).
+
+    Args:
+        data (Any): JSON-serialisable object.
+        path (str | Path): Target file.
+    """
+    atomic_write(json.dumps(data, indent=2) + '\n', path, durable=False)
 
 
 def _umask() -> int:

@@ -1,5 +1,6 @@
-"""``tools/profile_pipeline.py``: where a config's train samples spend
-their time, and how many workers feed a GPU.
+"""The profiler of ``tools/profile_pipeline.py`` (its command line:
+:mod:`.tool`): where a config's train samples spend their time, and how
+many workers feed a GPU.
 
 Builds the config's train dataset as tools/train.py does (real mmdet3d
 transforms, ``--data-root`` and ``--cfg-options`` applied), then measures,
@@ -15,20 +16,12 @@ as one DataLoader worker on one core:
 
 The doctor's ``data.throughput`` check runs the same measurement, shorter.
 """
-import argparse
-import contextlib
-import json
-import logging
-import os
-import time
-from typing import Dict, Iterator, Optional
-
-from mmengine.logging import MMLogger
+from typing import Dict, Optional
 
 from ..datasets.wrappers import dataset_name
 from .dataset import build_train_dataset
 from .feed import estimate_feed
-from .report import PipelineProfile
+from .pipeline_profile import PipelineProfile
 from .steady import measure_steady_state
 from .worker_start import measure_fresh_worker
 
@@ -83,44 +76,3 @@ def profile_pipeline(config: str,
         if fresh_worker else None
     return PipelineProfile(config, data_root, dataset_name(dataset), steady,
                            feed, worker)
-
-
-@contextlib.contextmanager
-def _quiet_logs(quiet: bool) -> Iterator[None]:
-    """A current mmengine logger that prints errors only (the INFO tables
-    of the dataset and the GT database would bury the profile); INFO
-    again afterwards, as mmengine's default logger is."""
-    if not quiet:
-        yield
-        return
-    logger = MMLogger.get_instance(
-        f'profile_pipeline_{os.getpid()}_{time.monotonic_ns()}',
-        log_level='ERROR')
-    try:
-        yield
-    finally:
-        logger.setLevel(logging.INFO)
-        for handler in logger.handlers:
-            handler.setLevel(logging.INFO)
-
-
-def run_from_args(args: argparse.Namespace) -> int:
-    """Profile with parsed flags, print the table, write ``--json``."""
-    if args.workers is not None and args.workers < 0:
-        raise ValueError('tools/profile_pipeline.py: --workers must be >= '
-                         f'0; got {args.workers}.')
-    with _quiet_logs(not args.verbose):
-        profile = profile_pipeline(
-            args.config, data_root=args.data_root,
-            cfg_options=args.cfg_options, samples=args.samples,
-            warmup=args.warmup, workers=args.workers,
-            step_time=args.step_time, fresh_worker=args.fresh_worker)
-    print(profile.format(), flush=True)
-    if args.json:
-        directory = os.path.dirname(os.path.abspath(args.json))
-        os.makedirs(directory, exist_ok=True)
-        with open(args.json, 'w') as f:
-            json.dump(profile.to_json(), f, indent=2)
-            f.write('\n')
-        print(f'wrote {args.json}')
-    return 0

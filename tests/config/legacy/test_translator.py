@@ -13,7 +13,7 @@ from tests.helpers.gpu import requires_cuda, requires_no_cuda
 from mmdet3d.registry import DATASETS, HOOKS, RUNNERS
 from tests.helpers.precision_toys import collect_logs, parameters_of, toy_cfg
 from projects.mmdet3d_plugin import load_config
-from projects.mmdet3d_plugin.cli.runner import isolate_runner
+from projects.mmdet3d_plugin.cli.runner_setup import isolate_runner
 from projects.mmdet3d_plugin.constants import CPU_BF16_ENV
 from projects.mmdet3d_plugin.engine.amp import check_amp_supported
 from projects.mmdet3d_plugin.config.legacy.translator import (

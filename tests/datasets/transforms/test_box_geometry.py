@@ -7,7 +7,7 @@ import pytest
 from mmdet3d.datasets.transforms import data_augment_utils
 from mmdet3d.structures.ops import box_np_ops
 from projects.mmdet3d_plugin.datasets.transforms.box_geometry import (
-    box_collision_rows, corner_to_surfaces_3d, points_in_any_rbbox)
+    box_collision_rows, corner_to_surfaces_3d, outside_boxes)
 
 
 def random_boxes(rng, n, spread=10.0):
@@ -65,16 +65,18 @@ def test_points_in_boxes_equal_the_kernel(seed):
         points[:len(corners), :3] = corners
         faces = (corners[:-1] + corners[1:]) / 2
         points[len(corners):len(corners) + len(faces), :3] = faces
-        expected = box_np_ops.points_in_rbbox(points[:, :3], boxes).any(-1)
-        assert expected.any()
-        np.testing.assert_array_equal(points_in_any_rbbox(points, boxes),
-                                      expected)
+        inside = box_np_ops.points_in_rbbox(points[:, :3], boxes).any(-1)
+        assert inside.any()
+        keep = np.empty(len(points), bool)
+        assert outside_boxes(points, boxes, keep) == (~inside).sum()
+        np.testing.assert_array_equal(keep, ~inside)
 
 
 def test_points_in_no_boxes():
     points = np.zeros((5, 5), np.float32)
-    assert not points_in_any_rbbox(points, np.zeros((0, 9),
-                                                    np.float32)).any()
+    keep = np.zeros(5, bool)
+    assert outside_boxes(points, np.zeros((0, 9), np.float32), keep) == 5
+    assert keep.all()
 
 
 def test_surfaces_equal_the_kernel_in_layout():

@@ -97,23 +97,6 @@ def outside_boxes(points: np.ndarray, rbbox: np.ndarray,
                                       np.ascontiguousarray(d), keep))
 
 
-def points_in_any_rbbox(points: np.ndarray, rbbox: np.ndarray) -> np.ndarray:
-    """``box_np_ops.points_in_rbbox(points, rbbox).any(-1)`` without
-    mmdet3d's kernel (which tests every point against every box).
-
-    Args:
-        points (np.ndarray): (N, 3+) points; the first three columns are
-            x, y, z (float32 in the pipelines).
-        rbbox (np.ndarray): (M, 7+) LiDAR boxes (bottom centre, size, yaw).
-
-    Returns:
-        np.ndarray: (N,) bool, whether each point lies in some box.
-    """
-    keep = np.empty(len(points), dtype=bool)
-    outside_boxes(points, rbbox, keep)
-    return ~keep
-
-
 def box_collision_rows(boxes: np.ndarray, rows: np.ndarray,
                        clockwise: bool = True) -> np.ndarray:
     """Rows ``rows`` of ``data_augment_utils.box_collision_test(boxes,

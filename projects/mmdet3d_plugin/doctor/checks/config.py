@@ -12,7 +12,7 @@ from ...config.run_checks import (data_version_problems, dataloader_problems,
                                   version_error)
 from ...datasets.builder import SPLITS
 from ...datasets.info_checks import describe_info_format
-from ...synthetic.converter import mmdet3d_converter_dir
+from ...create_data.converter import mmdet3d_converter_dir
 from ..context import (CheckResult, DoctorContext, failed, one_line, passed,
                        warned)
 from .registry_types import config_types, lookup, mmdet3d_registries

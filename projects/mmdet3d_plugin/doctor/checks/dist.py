@@ -11,7 +11,8 @@ from ..context import CheckResult, DoctorContext, failed, passed, warned
 
 def backend_of(cfg) -> str:
     """The backend tools/train.py starts: the config's (nccl by default)
-    with CUDA, gloo without (see :func:`cli.runner.setup_distributed`)."""
+    with CUDA, gloo without (see
+    :func:`cli.runner_setup.setup_distributed`)."""
     import torch
     if not torch.cuda.is_available():
         return 'gloo'

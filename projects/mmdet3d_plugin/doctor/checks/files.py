@@ -2,7 +2,7 @@
 pipelines will open is whole (``tools/check_data.py``'s check, on
 :data:`PER_KIND` files of each kind, read)."""
 from ...data_check.check import check_files, sample_files
-from ...data_check.files import data_files
+from ...data_check.data_files import data_files
 from ..context import CheckResult, DoctorContext, failed, one_line, passed, \
     warned
 

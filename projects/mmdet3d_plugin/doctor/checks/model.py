@@ -14,7 +14,7 @@ import itertools
 import time
 from typing import Any, Dict, List, Set
 
-from ...cli.runner import build_runner, isolate_runner
+from ...cli.runner_setup import build_runner, isolate_runner
 from ...config.presets import force_float32
 from ...engine.nonfinite.first_module import first_nonfinite_module
 from ...engine.nonfinite.records import (batch_samples, describe, loss_terms,

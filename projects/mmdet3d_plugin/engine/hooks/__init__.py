@@ -1,18 +1,18 @@
-# The config rewrite that selects AtomicCheckpointHook lives in config/; its
-# name stays importable here, where it was documented.
-from ...config.checkpoint_hook import use_atomic_checkpoints
-from .accumulation_resume_hook import AccumulationResumeHook
-from .atomic_checkpoint_hook import AtomicCheckpointHook
-from .bad_sample_hook import BadSampleHook
-from .ddp_unused_param_hook import DDPUnusedParamHook
-from .dist_watchdog_hook import DistWatchdogHook
-from .nonfinite_guard_hook import NonFiniteGuardHook
-from .preemption_hook import PreemptionHook
-from .straggler_hook import StragglerHook
+"""The index of the plugin's registered hooks. Each lives in the folder of
+its capability, beside its machinery (``engine/<capability>/``); importing
+this module registers them all."""
+from ..atomic_checkpoint.atomic_checkpoint_hook import AtomicCheckpointHook
+from ..bad_samples.bad_sample_hook import BadSampleHook
+from ..nonfinite.nonfinite_guard_hook import NonFiniteGuardHook
+from ..preemption.preemption_hook import PreemptionHook
+from ..resume.accumulation_resume_hook import AccumulationResumeHook
+from ..resume.data_position_hook import DataPositionHook
+from ..straggler.straggler_hook import StragglerHook
+from ..unused_params.ddp_unused_param_hook import DDPUnusedParamHook
+from ..watchdog.dist_watchdog_hook import DistWatchdogHook
 
 __all__ = [
     'AccumulationResumeHook', 'AtomicCheckpointHook', 'BadSampleHook',
-    'DDPUnusedParamHook', 'DistWatchdogHook', 'NonFiniteGuardHook', 'PreemptionHook',
-    'StragglerHook',
-    'use_atomic_checkpoints'
+    'DDPUnusedParamHook', 'DataPositionHook', 'DistWatchdogHook',
+    'NonFiniteGuardHook', 'PreemptionHook', 'StragglerHook'
 ]

@@ -1,5 +1,7 @@
-"""Non-finite steps skipped on every rank (``guard``: the decision, the
-skipped update, the buffers put back), named down to the sample and the
-module (``records``, ``first_module``), and what a config gets for it
-(``run_config``). The hook that runs them is
-``engine/hooks/nonfinite_guard_hook.py``."""
+"""Non-finite steps skipped on every rank: ``NonFiniteGuardHook``
+(``nonfinite_guard_hook.py``) runs the guard (``guard``: the decision, the
+skipped update, the buffers put back) and names each skipped step down to
+the sample and the module (``records``, ``first_module``). ``tools/train.py``
+adds the hook to every training run (``engine/run_defaults.py``); a
+checkpoint whose state holds NaN or Inf is refused by
+``AtomicCheckpointHook`` (``engine/atomic_checkpoint``)."""

@@ -21,23 +21,78 @@ arguments and differ only in that:
   count in-epoch batches (the logger, epoch ends) see the same numbers.
 
 ``tools/train.py`` puts them in place of mmengine's
-(``engine.resume.run_config``).
+(:func:`use_exact_resume`, a row of ``engine/run_defaults.py``).
 """
+import copy
 import logging
-from typing import Optional
+from typing import Optional, Tuple
 
+from mmengine.config import Config
 from mmengine.dist import get_world_size
 from mmengine.logging import print_log
 from mmengine.runner import EpochBasedTrainLoop, IterBasedTrainLoop
 from mmengine.runner.loops import _InfiniteDataloaderIterator
 
 from mmdet3d.registry import LOOPS
+from ...constants import GT_DRAWS
 from .data_position_hook import DataPositionHook
-from .dataloader import resumable_dataloader
 from .hook_replay import replay_epoch_hooks
 from .position import DataPosition, first_batch_index, position_from_iters
-from .sampler import ResumableSampler
+from .sampler import REPLACEABLE_SAMPLERS, ResumableSampler
 from .seeded_items import seed_samples
+
+#: mmengine's train loops and the plugin's loops that resume exactly.
+RESUMABLE_LOOPS = {
+    'EpochBasedTrainLoop': 'mmdet3d.ResumableEpochBasedTrainLoop',
+    'mmengine.EpochBasedTrainLoop': 'mmdet3d.ResumableEpochBasedTrainLoop',
+    'IterBasedTrainLoop': 'mmdet3d.ResumableIterBasedTrainLoop',
+    'mmengine.IterBasedTrainLoop': 'mmdet3d.ResumableIterBasedTrainLoop',
+}
+#: The sampler :func:`resumable_dataloader` puts in a train dataloader.
+SAMPLER_TYPE = 'mmdet3d.ResumableSampler'
+_KEPT = {False: ('shuffle', 'seed', 'round_up'), True: ('shuffle', 'seed')}
+
+
+def resumable_dataloader(dataloader: dict,
+                         stream: bool = False) -> Tuple[dict, Optional[str]]:
+    """``dataloader`` with :class:`ResumableSampler` in place of
+    mmengine's sampler.
+
+    ``DefaultSampler`` and ``InfiniteSampler`` are replaced, keeping their
+    arguments; the dataset is kept as it is (the loops seed its samples
+    once it is built: ``seeded_items``). The input is not changed.
+
+    Args:
+        dataloader (dict): A ``train_dataloader`` config.
+        stream (bool): For an iteration-based loop: the sampler never ends
+            (a ``DefaultSampler`` there reshuffles at each pass, as it
+            would, without the DataLoader restarting). Defaults to False.
+
+    Returns:
+        tuple[dict, str | None]: The new config, and None; or the input
+        unchanged and why it cannot resume exactly (another sampler).
+    """
+    sampler = dict(dataloader.get('sampler') or {})
+    kind = sampler.get('type')
+    if kind in ('ResumableSampler', SAMPLER_TYPE):
+        new = copy.deepcopy(dataloader)
+        if stream:
+            new['sampler']['infinite'] = True
+    elif isinstance(kind, (str, type)) and kind in REPLACEABLE_SAMPLERS:
+        infinite = stream or REPLACEABLE_SAMPLERS[kind]
+        kept = {k: sampler[k] for k in _KEPT[infinite] if k in sampler}
+        new = copy.deepcopy(dataloader)
+        new['sampler'] = dict(type=SAMPLER_TYPE, infinite=infinite, **kept)
+    else:
+        name = getattr(kind, '__name__', kind)
+        return dataloader, (
+            f'train_dataloader.sampler is {name!r}, not DefaultSampler or '
+            'InfiniteSampler, so a resume inside an epoch cannot skip to '
+            'the position it stopped at and the epoch is replayed from its '
+            "start. Fix: use sampler=dict(type='DefaultSampler', "
+            "shuffle=True) (or 'InfiniteSampler'), or checkpoint at epoch "
+            'ends')
+    return new, None
 
 
 def _seeded_dataloader(runner, dataloader, stream: bool, gt_draws: str):
@@ -270,3 +325,51 @@ class ResumableIterBasedTrainLoop(_ResumableLoop, IterBasedTrainLoop):
         its ``after_train_iter`` hooks save."""
         self.data_position.batches += 1
         super().run_iter(data_batch)
+
+
+def use_exact_resume(cfg: Config) -> Config:
+    """Put the resumable loops in place of mmengine's (a row of
+    ``engine/run_defaults.py``).
+
+    ``EpochBasedTrainLoop`` / ``IterBasedTrainLoop`` (also as
+    ``train_cfg.by_epoch``) become ``ResumableEpochBasedTrainLoop`` /
+    ``ResumableIterBasedTrainLoop`` with the same arguments; other loops
+    are kept. ``exact_resume = False`` in the config keeps mmengine's
+    loops (and with them the replay of a resumed epoch), and the run
+    defaults then leave ``PreemptionHook`` out too.
+    ``gt_database_draws = 'stock'`` keeps mmdet3d's GT-database draws
+    under the resumable loops (their ``gt_draws``; a resume inside an epoch
+    then draws other objects than the interrupted run would have); the
+    default ``'per_sample'`` draws from each sample's random state.
+
+    Args:
+        cfg (Config): Loaded config, changed in place.
+
+    Returns:
+        Config: ``cfg`` itself.
+
+    Raises:
+        ValueError: If ``gt_database_draws`` is not one of
+            ``constants.GT_DRAWS``.
+    """
+    if cfg.get('exact_resume', True) is False:
+        return cfg
+    train_cfg = cfg.get('train_cfg')
+    if isinstance(train_cfg, dict):
+        kind = train_cfg.get('type')
+        if kind is None and 'by_epoch' in train_cfg:
+            kind = ('EpochBasedTrainLoop' if train_cfg.pop('by_epoch') else
+                    'IterBasedTrainLoop')
+        if kind in RESUMABLE_LOOPS:
+            train_cfg['type'] = RESUMABLE_LOOPS[kind]
+            if 'gt_database_draws' in cfg:
+                train_cfg['gt_draws'] = _gt_draws(cfg['gt_database_draws'])
+    return cfg
+
+
+def _gt_draws(value) -> str:
+    if value not in GT_DRAWS:
+        raise ValueError(
+            f'config: gt_database_draws = {value!r}. Fix: use one of '
+            f'{", ".join(map(repr, GT_DRAWS))}')
+    return value

@@ -13,7 +13,7 @@ dataset the workers read, as they do without exact resume.
 from typing import List, Optional
 
 from ...constants import GT_DRAWS
-from ...datasets.bad_samples.replace import SampleReplacer, load_named
+from ..bad_samples.replace import SampleReplacer, load_named
 from .gt_database import seed_gt_samplers
 from .sample_key import SampleKey, seed_all, seed_sample
 

@@ -1,3 +1,3 @@
-"""The parts of ``StragglerHook``: the clocks and sums of each rank
-(``timing``), the straggler and its fix (``verdict``), the report
-(``report``, with its text)."""
+"""Stragglers: ``StragglerHook`` (``straggler_hook.py``) and its parts:
+the clocks and sums of each rank (``timing``), the straggler and its fix
+(``verdict``), the report (``report``, with its text)."""

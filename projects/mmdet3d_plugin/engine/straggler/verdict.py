@@ -30,7 +30,6 @@ from typing import Dict, List, Optional, Sequence
 RATIO = 1.5
 #: ... and by at least this many milliseconds.
 MIN_MS = 20.0
-BOUNDS = ('input', 'compute')
 MEASURED = ('data_wait_ms', 'compute_ms', 'step_ms', 'iter_ms')
 
 

@@ -1,0 +1,193 @@
+"""Stop on a preemption signal without losing an iteration.
+
+Slurm (preemption, ``scontrol requeue``, ``--signal``) and Kubernetes
+evictions send SIGTERM, or a chosen signal, seconds before SIGKILL. With
+this hook every rank finishes the iteration it is in, the checkpoint of
+that iteration is saved, and every rank exits with
+:data:`~projects.mmdet3d_plugin.constants.PREEMPTED_EXIT_CODE` (85), which
+``tools/slurm_train.sh`` answers by requeueing the job; the next attempt
+resumes from that checkpoint (``tools/train.py`` does so by itself in a
+restarted or requeued run).
+"""
+import atexit
+import datetime
+import functools
+import multiprocessing
+import signal
+import threading
+from typing import Callable, Dict, Optional, Sequence
+
+from mmengine.dist import (get_rank, get_world_size, is_distributed,
+                           is_main_process)
+from mmengine.hooks import Hook
+from torch.distributed import PrefixStore, distributed_c10d
+
+from mmdet3d.registry import HOOKS
+from ...constants import PREEMPTED_EXIT_CODE
+from ..atomic_checkpoint.atomic_checkpoint_hook import \
+    save_iteration_checkpoint
+
+_STOP_KEY = 'stop_at'
+_SAVED_KEY = 'saved'
+
+
+def _ignore_then(signums: Sequence[int], init_fn: Optional[Callable],
+                 worker_id: int) -> None:
+    """DataLoader workers ignore the preemption signals (Slurm signals every
+    process of a step: a worker killed by it would end the run before the
+    checkpoint), then run the loader's own ``worker_init_fn``."""
+    for signum in signums:
+        signal.signal(signum, signal.SIG_IGN)
+    if init_fn is not None:
+        init_fn(worker_id)
+
+
+def _kill_workers_at_exit(before: frozenset) -> None:
+    """SIGKILL the daemon processes started since ``before`` (DataLoader
+    workers): they ignore SIGTERM, with which ``multiprocessing`` would
+    end them at interpreter exit before joining them (a join that would
+    never return). Registered after ``multiprocessing``'s exit function,
+    so it runs first."""
+    for child in multiprocessing.active_children():
+        if child.daemon and child.pid not in before:
+            child.kill()
+
+
+def _signal_number(name) -> int:
+    if isinstance(name, int):
+        return int(name)
+    text = str(name).upper()
+    number = getattr(signal, text if text.startswith('SIG') else 'SIG' + text,
+                     None)
+    if not isinstance(number, int) or text in ('SIGKILL', 'KILL', 'SIGSTOP',
+                                               'STOP'):
+        raise ValueError(
+            f'PreemptionHook: signals: {name!r} is not a signal a process '
+            "can catch; use names like 'SIGTERM', 'SIGUSR1' (as in "
+            "sbatch --signal=B:USR1@120)")
+    return number
+
+
+@HOOKS.register_module()
+class PreemptionHook(Hook):
+    """Save the current iteration and exit with status 85 on a signal.
+
+    The ranks agree on the iteration to stop at through the process
+    group's store, without a collective (a collective per iteration would
+    turn a rank that skips one of DDP's, e.g. over unused parameters, into
+    a hang instead of DDP's error): the first rank that finds a signal
+    received after its iteration ``k`` sets ``stop_at = k + 1`` (no rank
+    can have finished iteration ``k + 1`` yet, as its gradients need that
+    rank), every rank reads it after each iteration (one store request),
+    and after iteration ``stop_at`` rank 0 saves its checkpoint (through
+    the run's ``AtomicCheckpointHook``: complete or absent, and
+    ``last_checkpoint`` names it), the others wait for the file, and all
+    exit with status 85. Nothing is lost: the checkpoint is of the last
+    iteration trained, at most one after the signal's. DataLoader workers
+    ignore the signals (Slurm signals every process of a step; a worker
+    that died of it would end the run first), so at interpreter exit they
+    are ended with SIGKILL, not multiprocessing's SIGTERM. A signal that
+    arrives during validation is acted on after it.
+
+    ``tools/train.py`` adds it to every training run
+    (``engine/run_defaults.py``; ``exact_resume = False`` leaves it out
+    with the resumable loops); a config's own ``custom_hooks`` entry
+    (other signals) takes its place.
+
+    Args:
+        signals (sequence): Signal names or numbers. Defaults to
+            ``('SIGTERM', 'SIGUSR1')``.
+        timeout (float): Seconds the ranks wait for rank 0's checkpoint.
+            Defaults to 600.
+
+    Examples:
+        >>> custom_hooks = [dict(type='PreemptionHook',
+        ...                      signals=['SIGTERM', 'SIGUSR2'])]
+    """
+
+    priority = 'LOWEST'  # after the checkpoint hook of the same iteration
+
+    def __init__(self, signals: Sequence = ('SIGTERM', 'SIGUSR1'),
+                 timeout: float = 600.) -> None:
+        self.signums = tuple(dict.fromkeys(_signal_number(s)
+                                           for s in signals))
+        if not self.signums:
+            raise ValueError('PreemptionHook: give at least one signal')
+        self.timeout = float(timeout)
+        self.received: Optional[int] = None
+        self._previous: Dict[int, object] = {}
+        self._store = None
+        self._stop_at: Optional[int] = None
+        self._signal_name = ''
+
+    def _on_signal(self, signum: int, _frame) -> None:
+        if self.received is None:
+            self.received = signum
+
+    def before_run(self, runner) -> None:
+        """Catch the signals; make the train workers ignore them."""
+        if threading.current_thread() is threading.main_thread():
+            for signum in self.signums:
+                self._previous[signum] = signal.signal(signum,
+                                                       self._on_signal)
+        loader = getattr(runner.train_loop, 'dataloader', None)
+        if loader is not None and getattr(loader, 'num_workers', 0) > 0:
+            loader.worker_init_fn = functools.partial(
+                _ignore_then, self.signums, loader.worker_init_fn)
+            atexit.register(_kill_workers_at_exit, frozenset(
+                p.pid for p in multiprocessing.active_children()))
+        if is_distributed() and get_world_size() > 1:
+            # The default group's store (private in torch 2.13); under
+            # torchrun it is the attempt's own (compat.restart_store).
+            self._store = PrefixStore('mmdet3d_plugin/preemption',
+                                      distributed_c10d._get_default_store())
+            self._store.set_timeout(
+                datetime.timedelta(seconds=self.timeout))
+
+    def _stop_iteration(self, done: int) -> Optional[int]:
+        """The iteration all ranks stop after, once one is agreed."""
+        if self._store is None:
+            if self.received is not None:
+                self._signal_name = signal.Signals(self.received).name
+                return done
+            return None
+        if self._stop_at is None:
+            if self.received is not None:
+                mine = (f'{done + 1} {signal.Signals(self.received).name} '
+                        f'{get_rank()}')
+                self._stop(self._store.compare_set(_STOP_KEY, '', mine))
+            elif self._store.check([_STOP_KEY]):
+                self._stop(self._store.get(_STOP_KEY))
+        return self._stop_at
+
+    def _stop(self, value: bytes) -> None:
+        stop_at, self._signal_name, rank = value.decode().split()
+        self._stop_at = int(stop_at)
+        self._signal_name += f' on rank {rank}'
+
+    def after_train_iter(self, runner, batch_idx, data_batch=None,
+                         outputs=None) -> None:
+        """Save and exit after the agreed iteration."""
+        done = runner.iter + 1
+        if self._stop_iteration(done) != done:
+            return
+        path = save_iteration_checkpoint(runner)
+        if self._store is not None:
+            if is_main_process():
+                self._store.set(_SAVED_KEY, path)
+            else:
+                self._store.wait([_SAVED_KEY])
+        if is_main_process():
+            runner.logger.warning(
+                f'PreemptionHook: {self._signal_name}; saved {path} '
+                f'(iteration '
+                f'{done}); every rank exits with status '
+                f'{PREEMPTED_EXIT_CODE} (preempted, nothing lost): resume '
+                'with --resume, or let tools/slurm_train.sh requeue the job')
+        raise SystemExit(PREEMPTED_EXIT_CODE)
+
+    def after_run(self, runner) -> None:
+        """Give the signals back their previous handlers."""
+        for signum, handler in self._previous.items():
+            signal.signal(signum, handler)
+        self._previous.clear()
