@@ -60,14 +60,11 @@ def slurm(tmp_path_factory):
 def pytest_collection_modifyitems(config, items):
     """The long modules first: those that mostly wait (``waits``), then
     those with a ``slow`` test, then those with a real launch or a
-    full-size config, then the rest; in each group the modules that do not
-    use ``nus_synthetic`` first, then collection order.
+    full-size config, then the rest, each group in collection order.
     ``make test`` hands whole modules to pytest-xdist's workers in this
     order (``--dist loadfile --no-loadscope-reorder``), so the waiting ones
-    run beside CPU-bound ones, no long module starts last and ends the
-    run alone, and while one worker generates the dataset into a cold
-    cache (about 15 CPU-s; the others wait on its lock) another has work
-    that does not wait for it."""
+    run beside CPU-bound ones and no long module starts last and ends the
+    run alone."""
     def weight(item):
         for rank, names in enumerate((('waits', ), ('slow', ),
                                       ('launch', 'full_size'))):
@@ -78,7 +75,6 @@ def pytest_collection_modifyitems(config, items):
     module_weight = {}
     for item in items:
         module = item.nodeid.split('::')[0]
-        group, data = module_weight.get(module, (3, False))
-        module_weight[module] = (min(group, weight(item)),
-                                 data or 'nus_synthetic' in item.fixturenames)
+        module_weight[module] = min(module_weight.get(module, 3),
+                                    weight(item))
     items.sort(key=lambda item: module_weight[item.nodeid.split('::')[0]])

@@ -22,7 +22,8 @@ from projects.mmdet3d_plugin.cli.run_tool import user_error_message
 
 REPO = Path(__file__).resolve().parents[2]
 HELPERS = REPO / 'tests' / 'helpers'
-from tests.helpers.fault_helpers import write_config  # noqa: E402
+from tests.helpers.toy_config import (  # noqa: E402
+    toy_config, write_toy_config)
 from tests.helpers.train_tool import start_train  # noqa: E402
 
 INFO = 'nuscenes_infos_val.pkl'
@@ -223,14 +224,13 @@ def _tool_error(capsys, argv) -> str:
 
 
 @pytest.fixture
-def toy_config(tmp_path):
+def toy_config_file(tmp_path):
     # A file name of its own per test: mmengine names the run's logger after
     # it, and a reused logger would write to an earlier test's stderr.
-    path = write_config(
-        tmp_path / f'{tmp_path.name}.py', max_iters=2, num_workers=0)
-    # Keep the pytest process out of deterministic mode.
-    path.write_text(path.read_text().replace(', deterministic=True', ''))
-    return path
+    # Seed 0 not in deterministic mode: keeps the pytest process out of it.
+    return write_toy_config(
+        tmp_path / f'{tmp_path.name}.py', max_iters=2, num_workers=0,
+        randomness=dict(seed=0))
 
 
 OPTIM = "optim_wrapper = dict(type='{type}', optimizer=dict(type='SGD', " \
@@ -282,12 +282,12 @@ OPTIM = "optim_wrapper = dict(type='{type}', optimizer=dict(type='SGD', " \
     'hook_check_iters', 'hook_never_checks', 'hook_out_file',
     'hook_gather_timeout', 'unregistered_type'
 ])
-def test_tool_prints_one_error_line(append, flags, match, toy_config,
+def test_tool_prints_one_error_line(append, flags, match, toy_config_file,
                                     tmp_path, capsys):
-    with open(toy_config, 'a') as f:
+    with open(toy_config_file, 'a') as f:
         f.write(append)
     line = _tool_error(
-        capsys, [toy_config, '--work-dir', tmp_path / 'work', *flags])
+        capsys, [toy_config_file, '--work-dir', tmp_path / 'work', *flags])
     assert re.match(r'error: .*' + match, line), line
     # Nothing half-written: no checkpoint or pointer was created.
     work = tmp_path / 'work'
@@ -295,12 +295,13 @@ def test_tool_prints_one_error_line(append, flags, match, toy_config,
     assert not (work / 'last_checkpoint').exists()
 
 
-def test_debug_flag_keeps_the_traceback(toy_config, tmp_path):
-    with open(toy_config, 'a') as f:
+def test_debug_flag_keeps_the_traceback(toy_config_file, tmp_path):
+    with open(toy_config_file, 'a') as f:
         f.write(OPTIM.format(type='OptimWrapper',
                              extra=', accumulative_counts=0'))
     args = train_parser().parse_args(
-        [str(toy_config), '--work-dir', str(tmp_path / 'w'), '--debug'])
+        [str(toy_config_file), '--work-dir', str(tmp_path / 'w'),
+         '--debug'])
     with pytest.raises(ValueError, match='accumulative_counts must be'):
         run_tool(train, args)
 
@@ -316,16 +317,13 @@ def test_train_script_without_plugin_import(tmp_path):
     """The real script: a config that names SafeNuScenesDataset without
     importing the plugin still resolves it (the tools import the plugin),
     and a missing data_root ends as one error line with exit status 1."""
-    config = write_config(tmp_path / 'cfg.py', max_iters=2, num_workers=0)
-    text = config.read_text().replace(
-        "imports=['projects.mmdet3d_plugin', 'tests.helpers.fault_helpers']",
-        "imports=['tests.helpers.fault_helpers']")
-    text = text.replace(
-        "dataset=dict(type='FaultToyDataset', size=24)",
-        "dataset=dict(type='SafeNuScenesDataset', "
-        f"data_root={str(tmp_path / 'nuscenes')!r}, "
-        "ann_file='nuscenes_infos_train.pkl', pipeline=[])")
-    config.write_text(text)
+    cfg = toy_config(
+        max_iters=2, num_workers=0,
+        dataset=dict(type='SafeNuScenesDataset',
+                     data_root=str(tmp_path / 'nuscenes'),
+                     ann_file='nuscenes_infos_train.pkl', pipeline=[]))
+    cfg['custom_imports']['imports'].remove('projects.mmdet3d_plugin')
+    config = write_toy_config(tmp_path / 'cfg.py', cfg)
     # launch: a fresh interpreter, which has not imported the plugin
     train = start_train(config, tmp_path / 'work')
     output, _ = train.communicate(timeout=300)

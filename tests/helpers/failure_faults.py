@@ -1,14 +1,14 @@
 """Faults for the root-cause report tests (``tests/failures/test_report.py``).
 
 Imported by the training processes through ``custom_imports`` (with
-the repository on ``PYTHONPATH``). :func:`write_failure_config` writes the
-configs that ``tools/train.py`` runs on 2 gloo ranks (forked ranks, or
+the repository on ``PYTHONPATH``). :func:`write_failure_config` writes
+the configs (``tests/helpers/toy_config.py``'s toy, with its own defaults)
+that ``tools/train.py`` runs on 2 gloo ranks (forked ranks, or
 ``tools/dist_train.sh``); their hooks are ``tests/helpers/fault_hooks.py``'s
 (:data:`BAD_BATCH_FAULT`).
 """
 import os
 import signal
-import textwrap
 from pathlib import Path
 from typing import Optional, Sequence
 
@@ -16,6 +16,7 @@ import numpy as np
 from torch.utils.data import Dataset, get_worker_info
 
 from mmdet3d.registry import DATASETS
+from tests.helpers.toy_config import write_toy_config
 
 #: The error of :data:`BAD_BATCH_FAULT`, the same on every rank that raises.
 FAULT_MESSAGE = 'injected fault: the batch at iteration 2 is corrupt'
@@ -68,7 +69,10 @@ def write_failure_config(path: Path,
     """Write a tiny 2-rank training config for ``tools/train.py``.
 
     ``FaultToyModel`` on ``FaultToyDataset`` (``fault_helpers``) unless
-    ``model`` / ``dataset`` say otherwise; no checkpoints; gloo.
+    ``model`` / ``dataset`` say otherwise; batches of 2, not shuffled,
+    ``pseudo_collate``, SGD without momentum or schedule, no checkpoints,
+    no seed, DDP's ``find_unused_parameters`` set, gloo with a 60 s
+    timeout.
 
     Args:
         path (Path): Config file to write.
@@ -82,37 +86,15 @@ def write_failure_config(path: Path,
     Returns:
         Path: ``path``.
     """
-    model = model or dict(type='FaultToyModel')
-    dataset = dataset or dict(type='FaultToyDataset', size=24)
-    path.write_text(textwrap.dedent(f"""\
-        custom_imports = dict(
-            imports=['projects.mmdet3d_plugin', 'tests.helpers.fault_helpers',
-                     'tests.helpers.fault_hooks', 'tests.helpers.toy_models',
-                     'tests.helpers.failure_faults'],
-            allow_failed_imports=False)
-        default_scope = 'mmdet3d'
-        model = {model!r}
-        train_dataloader = dict(
-            batch_size=2,
-            num_workers={num_workers},
-            persistent_workers=False,
-            sampler=dict(type='DefaultSampler', shuffle=False),
-            collate_fn=dict(type='pseudo_collate'),
-            dataset={dataset!r})
-        train_cfg = dict(type='IterBasedTrainLoop', max_iters={max_iters})
-        optim_wrapper = dict(
-            type='OptimWrapper', optimizer=dict(type='SGD', lr=0.01))
-        default_hooks = dict(checkpoint=None,
-                             logger=dict(type='LoggerHook', interval=1))
-        custom_hooks = {list(hooks)!r}
-        model_wrapper_cfg = dict(
+    return write_toy_config(
+        path,
+        imports=['tests.helpers.fault_helpers', 'tests.helpers.fault_hooks',
+                 'tests.helpers.toy_models', 'tests.helpers.failure_faults'],
+        model=model or dict(type='FaultToyModel'), dataset=dataset,
+        batch_size=2, num_workers=num_workers, shuffle=False,
+        collate_fn='pseudo_collate', max_iters=max_iters,
+        ckpt_interval=None, lr=0.01, momentum=None, dist_timeout=60,
+        custom_hooks=list(hooks), param_scheduler=None, randomness=None,
+        model_wrapper_cfg=dict(
             type='MMDistributedDataParallel',
-            find_unused_parameters={find_unused_parameters})
-        log_processor = dict(by_epoch=False, window_size=1)
-        env_cfg = dict(
-            cudnn_benchmark=False,
-            mp_cfg=dict(mp_start_method='fork'),
-            dist_cfg=dict(backend='gloo', timeout=60))
-        log_level = 'INFO'
-        """))
-    return path
+            find_unused_parameters=find_unused_parameters))

@@ -1,18 +1,19 @@
 """Toy model and data for the reliability tests.
 
 Imported by the training processes of
-``tests/engine/atomic_checkpoint/test_atomic_checkpoint_hook.py`` and
-``tests/engine/resume/test_exact_resume.py`` through ``custom_imports`` (the repository on
-``PYTHONPATH``), and by spawn-started DataLoader workers to unpickle
-:class:`SelfKillingDataset`. :func:`write_config` writes the config those
-tests train with ``tools/train.py``. Importing this module registers the
-fault hooks of ``tests/helpers/fault_hooks.py`` too (:class:`FailAtIterHook`,
+``tests/engine/atomic_checkpoint/test_atomic_checkpoint_hook.py``,
+``tests/engine/resume/test_exact_resume.py`` and others through
+``custom_imports`` (the repository on ``PYTHONPATH``), and by
+spawn-started DataLoader workers to unpickle :class:`SelfKillingDataset`.
+The config they train with ``tools/train.py`` is
+``tests/helpers/toy_config.py``'s, whose defaults are this module's toy.
+Importing this module registers the fault hooks of
+``tests/helpers/fault_hooks.py`` too (:class:`FailAtIterHook`,
 :class:`StopAfterHook`), so the configs that import it can use them.
 """
 import json
 import os
 import signal
-import textwrap
 import time
 from pathlib import Path
 from typing import Optional
@@ -124,80 +125,6 @@ class SelfKillingDataset(Dataset):
             os.kill(os.getpid(), signal.SIGKILL)
         x = np.random.default_rng(index).standard_normal(4).astype('f4')
         return dict(inputs=x, targets=x.sum(0, keepdims=True))
-
-
-def write_config(path: Path,
-                 max_iters: int = 10,
-                 ckpt_interval: int = 2,
-                 num_workers: int = 2,
-                 ballast: int = 0,
-                 custom_hooks: Optional[list] = None,
-                 max_epochs: Optional[int] = None,
-                 size: int = 24,
-                 extra: str = '') -> Path:
-    """Write the toy training config that ``tools/train.py`` runs.
-
-    Iteration-based, 24 samples in batches of 4 (an epoch is 6
-    iterations), shuffled, SGD with momentum and a step LR schedule, seed 0
-    in deterministic mode, DataLoader workers started by fork. With
-    ``max_epochs`` it is epoch-based instead, the LR halved after the
-    first epoch; checkpoints stay by iteration.
-
-    Args:
-        path (Path): Config file to write.
-        max_iters (int): Iterations. Defaults to 10.
-        ckpt_interval (int): Checkpoint every N iterations. Defaults to 2.
-        num_workers (int): DataLoader workers. Defaults to 2.
-        ballast (int): See :class:`FaultToyModel`. Defaults to 0.
-        custom_hooks (list, optional): Extra hooks. Defaults to None.
-        max_epochs (int, optional): Train by epoch. Defaults to None.
-        size (int): Samples of the dataset. Defaults to 24.
-        extra (str): Lines appended to the config. Defaults to ''.
-
-    Returns:
-        Path: ``path``.
-    """
-    if max_epochs is None:
-        loop = f"dict(type='IterBasedTrainLoop', max_iters={max_iters})"
-        schedule = 'by_epoch=False, milestones=[5]'
-    else:
-        loop = (f"dict(type='EpochBasedTrainLoop', max_epochs={max_epochs}, "
-                'val_interval=1000)')
-        schedule = 'by_epoch=True, milestones=[1]'
-    path.write_text(textwrap.dedent(f"""\
-        custom_imports = dict(
-            imports=['projects.mmdet3d_plugin', 'tests.helpers.fault_helpers'],
-            allow_failed_imports=False)
-        default_scope = 'mmdet3d'
-        model = dict(type='FaultToyModel', ballast={ballast})
-        train_dataloader = dict(
-            batch_size=4,
-            num_workers={num_workers},
-            persistent_workers=False,
-            sampler=dict(type='DefaultSampler', shuffle=True),
-            dataset=dict(type='FaultToyDataset', size={size}))
-        train_cfg = {loop}
-        optim_wrapper = dict(
-            type='OptimWrapper',
-            optimizer=dict(type='SGD', lr=0.05, momentum=0.9))
-        param_scheduler = [
-            dict(type='MultiStepLR', {schedule}, gamma=0.5)
-        ]
-        default_hooks = dict(
-            checkpoint=dict(
-                type='CheckpointHook', interval={ckpt_interval},
-                by_epoch=False),
-            logger=dict(type='LoggerHook', interval=1))
-        custom_hooks = {custom_hooks or []!r}
-        log_processor = dict(by_epoch=False, window_size=1)
-        randomness = dict(seed=0, deterministic=True)
-        env_cfg = dict(
-            cudnn_benchmark=False,
-            mp_cfg=dict(mp_start_method='fork'),
-            dist_cfg=dict(backend='gloo'))
-        log_level = 'INFO'
-        """) + extra)
-    return path
 
 
 @HOOKS.register_module()

@@ -4,9 +4,9 @@ itself), one that stops training after N iterations
 (:class:`StopAfterHook`).
 
 Training processes get them through ``custom_imports``: importing
-``tests.helpers.fault_helpers`` (what :func:`~.fault_helpers.write_config`
-and :func:`~.failure_faults.write_failure_config` configs import) imports
-this module too; in-process runners import it themselves.
+``tests.helpers.fault_helpers`` (what :func:`~.toy_config.toy_config`
+configs import by default) imports this module too; in-process runners
+import it themselves.
 """
 import atexit
 import builtins

@@ -9,7 +9,6 @@ The model's inputs are shifted by the tag, so the loss depends on it, and
 it logs the batch's mean ``tag`` and its head's ``use_l1`` beside the
 loss. Imported by the training processes through ``custom_imports``.
 """
-import textwrap
 from pathlib import Path
 from typing import Optional, Sequence
 
@@ -27,7 +26,7 @@ from projects.mmdet3d_plugin.datasets.wrappers import walk_datasets
 # Registers FailAtIterHook and RecordIndicesHook for the configs that
 # import this module.
 from tests.helpers.fault_helpers import RecordIndicesHook  # noqa: F401
-from tests.helpers.fault_helpers import write_config
+from tests.helpers.toy_config import write_toy_config
 
 CLASSES = ('car', 'pedestrian')
 
@@ -155,28 +154,27 @@ class ObjectSampleStateHook(Hook):
 def write_hook_config(path: Path, hooks: Sequence[dict], max_epochs: int = 3,
                       size: int = 40, num_workers: int = 2,
                       persistent_workers: bool = False,
-                      ckpt_interval: int = 3, extra: str = '') -> Path:
-    """``fault_helpers``' epoch-based toy config (``size`` samples in
-    batches of 4, shuffled, fork workers, SGD with momentum, a checkpoint
-    every ``ckpt_interval`` iterations) with this module's model and data,
-    a constant LR, ``hooks`` as ``custom_hooks`` and the log by epoch
+                      ckpt_interval: int = 3,
+                      pipeline: Optional[Sequence[dict]] = None) -> Path:
+    """:func:`~tests.helpers.toy_config.toy_config`'s toy by epoch
+    (``size`` samples in batches of 4, shuffled, fork workers, SGD with
+    momentum, a checkpoint every ``ckpt_interval`` iterations) with this
+    module's model and data (``pipeline``: the dataset's, if given), a
+    constant LR, ``hooks`` as ``custom_hooks`` and the log by epoch
     (``Epoch(train) [e][i/n]``).
 
     Returns:
         Path: ``path``.
     """
-    return write_config(
-        path, max_epochs=max_epochs, size=size, num_workers=num_workers,
-        ckpt_interval=ckpt_interval, custom_hooks=list(hooks),
-        extra=textwrap.dedent(f"""\
-            custom_imports = dict(
-                imports=['projects.mmdet3d_plugin', 'tests.helpers.hook_toys',
-                         'mmdet.engine.hooks', 'mmdet3d.engine.hooks'],
-                allow_failed_imports=False)
-            model = dict(type='HookToyModel')
-            train_dataloader['persistent_workers'] = {persistent_workers}
-            train_dataloader['dataset'] = dict(type='HookToyDataset',
-                                               size={size})
-            param_scheduler = None
-            log_processor = dict(by_epoch=True, window_size=1)
-            """) + extra)
+    dataset = dict(type='HookToyDataset', size=size)
+    if pipeline is not None:
+        dataset['pipeline'] = list(pipeline)
+    return write_toy_config(
+        path,
+        imports=['tests.helpers.hook_toys', 'mmdet.engine.hooks',
+                 'mmdet3d.engine.hooks'],
+        model=dict(type='HookToyModel'), dataset=dataset,
+        max_epochs=max_epochs, num_workers=num_workers,
+        persistent_workers=persistent_workers, ckpt_interval=ckpt_interval,
+        custom_hooks=list(hooks), param_scheduler=None,
+        log_processor=dict(by_epoch=True, window_size=1))

@@ -10,7 +10,11 @@ group. ``metric`` is a metric type registered here whose
 ``compute_metrics`` first sleeps ``sleep`` seconds:
 ``SlowSafeNuScenesMetric`` (the plugin's) or ``SlowNuScenesMetric``
 (mmdet3d's stock one). Metric ``FailingMetric`` skips the Runner: each
-rank evaluates one number and rank 0 fails.
+rank evaluates one number and rank 0 fails. A scenario with
+``"inference": false`` skips it too: the metric of the config, built
+alone, evaluates no results in a process group of ``TIMEOUT`` s (what
+its ``evaluate`` does with the group is the subject, not the model's
+boxes).
 The outcome goes to ``OUT_DIR/<name>/rank<N>.json``: ``ok``, ``metrics``
 or ``error``.
 """
@@ -28,6 +32,8 @@ from projects.mmdet3d_plugin import load_config  # noqa: E402
 from tests.helpers.rank_scenarios import run_scenarios  # noqa: E402
 from projects.mmdet3d_plugin.cli.runner_setup import (  # noqa: E402
     build_runner, isolate_runner, setup_distributed)
+from projects.mmdet3d_plugin.compat.cpu_dist import (  # noqa: E402
+    init_cpu_dist)
 from projects.mmdet3d_plugin.config.data_root import (  # noqa: E402
     redirect_data_root)
 from projects.mmdet3d_plugin.evaluation import (  # noqa: E402
@@ -76,20 +82,31 @@ class FailingMetric(Rank0EvaluateMixin, BaseMetric):
         raise ValueError(f'cannot score {len(results)} samples')
 
 
+def _evaluate(metric: BaseMetric, size: int) -> dict:
+    """``metric.evaluate(size)``; its outcome as a JSON-able dict."""
+    try:
+        return dict(ok=True, metrics=metric.evaluate(size))
+    except Exception as err:  # recorded for the test to inspect
+        return dict(ok=False, error=f'{type(err).__name__}: {err}')
+
+
 def validate(out: Path, data_root: str, timeout: float, name: str,
-             metric: str, sleep: float) -> dict:
-    """``Runner.val`` of one scenario; its outcome as a JSON-able dict."""
+             metric: str, sleep: float, inference: bool = True) -> dict:
+    """``Runner.val`` of one scenario (or, without ``inference``, the
+    metric's ``evaluate`` alone); its outcome as a JSON-able dict."""
     if metric == 'FailingMetric':
         failing = FailingMetric()
         failing.process(None, [int(os.environ['RANK'])])
-        try:
-            return dict(ok=True, metrics=failing.evaluate(2))
-        except Exception as err:  # recorded for the test to inspect
-            return dict(ok=False, error=f'{type(err).__name__}: {err}')
+        return _evaluate(failing, 2)
     cfg = load_config(str(CONFIG))
     cfg.merge_from_dict(FEW_BOXES)
     redirect_data_root(cfg, data_root)
     cfg.val_evaluator.update(type=metric, sleep=sleep)
+    if not inference:
+        init_cpu_dist(timeout=timeout)
+        kwargs = {k: v for k, v in cfg.val_evaluator.items()
+                  if k not in ('type', '_scope_')}
+        return _evaluate(METRICS.get(metric)(**kwargs), 0)
     cfg.val_dataloader.update(num_workers=0, persistent_workers=False)
     cfg.env_cfg.dist_cfg = dict(backend='gloo', timeout=timeout)
     cfg.randomness = dict(seed=0)

@@ -1,5 +1,6 @@
-"""A BatchNorm-free toy regressor, its data and Runner configs, for the
-accumulation, precision and LR-scaling tests."""
+"""A BatchNorm-free toy regressor, its data and Runner configs (the
+tests' toy config, ``tests/helpers/toy_config.py``, built in process), for
+the accumulation, precision and LR-scaling tests."""
 import logging
 import uuid
 from contextlib import contextmanager
@@ -12,6 +13,7 @@ from mmengine.model import BaseModel
 from torch import nn
 
 from mmdet3d.registry import DATASETS, MODELS
+from tests.helpers.toy_config import toy_config
 from tests.helpers.toy_data import SeededToyDataset
 
 
@@ -68,38 +70,30 @@ def toy_cfg(work_dir,
             optim_type: str = 'OptimWrapper',
             auto_scale_lr: Optional[dict] = None,
             **extra) -> Config:
-    """Iteration-based Runner config for :class:`ToyRegressor` (SGD, no
-    momentum, no shuffling, no checkpoints unless ``extra`` adds them).
+    """Iteration-based Runner config for :class:`ToyRegressor`
+    (:func:`~tests.helpers.toy_config.toy_config` built in process: SGD,
+    no momentum, no schedule, no shuffling, no workers, mmengine's log
+    processor, seed 0; ``extra`` sets top-level keys).
 
     The dataset holds ``batch_size * max_iters`` samples by default: the run
     stays in one epoch (mmengine's infinite iterator sleeps 2 s between
-    epochs)."""
+    epochs). ``CheckpointHook(interval=-1)``: no checkpoint unless
+    ``extra`` adds one."""
     if dataset_size is None:
         dataset_size = batch_size * max_iters
-    cfg = dict(
+    cfg = toy_config(
+        imports=None,
+        dataset=dict(type='ToyRegressionDataset', size=dataset_size),
+        batch_size=batch_size, num_workers=0, shuffle=False,
+        max_iters=max_iters, lr=lr, momentum=0.0,
         model=dict(type='ToyRegressor', batch_norm=batch_norm),
-        work_dir=str(work_dir),
-        train_dataloader=dict(
-            batch_size=batch_size,
-            num_workers=0,
-            sampler=dict(type='DefaultSampler', shuffle=False),
-            dataset=dict(type='ToyRegressionDataset', size=dataset_size)),
-        train_cfg=dict(by_epoch=False, max_iters=max_iters),
-        optim_wrapper=dict(
-            type=optim_type,
-            optimizer=dict(type='SGD', lr=lr, momentum=0.0),
-            accumulative_counts=accum),
-        default_hooks=dict(
-            checkpoint=dict(type='CheckpointHook', interval=-1),
-            logger=dict(type='LoggerHook', interval=1)),
-        default_scope='mmdet3d',
-        env_cfg=dict(dist_cfg=dict(backend='gloo')),
+        work_dir=str(work_dir), param_scheduler=None, log_processor=None,
         randomness=dict(seed=0),
-        log_level='INFO',
         experiment_name=f'toy_{uuid.uuid4().hex[:8]}',
-        runner_type='PluginRunner')
-    if auto_scale_lr is not None:
-        cfg['auto_scale_lr'] = auto_scale_lr
+        runner_type='PluginRunner', auto_scale_lr=auto_scale_lr)
+    cfg['optim_wrapper'].update(type=optim_type, accumulative_counts=accum)
+    cfg['default_hooks']['checkpoint'] = dict(type='CheckpointHook',
+                                              interval=-1)
     cfg.update(extra)
     return Config(cfg)
 

@@ -1,5 +1,5 @@
 """What a resume late in a long epoch costs: the toy of
-``fault_helpers`` with 2,400 samples in batches of 1 (one epoch of 2,400
+``toy_config`` with 2,400 samples in batches of 1 (one epoch of 2,400
 iterations), each sample taking 6 ms to load, 2 DataLoader workers.
 
 A checkpoint at iteration 2,390 is made fast (no load time); then a fresh
@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 from typing import List, Optional, Tuple
 
-from tests.helpers.fault_helpers import write_config
+from tests.helpers.toy_config import write_toy_config
 from tests.helpers.train_tool import start_train
 
 REPO = Path(__file__).resolve().parents[2]
@@ -32,19 +32,15 @@ def cost_config(path: Path, exact: bool = True, load_ms: float = LOAD_MS,
     if stop_after is not None:
         hooks.append(dict(type='StopAfterHook', after_iter=stop_after,
                           exit_process=True))
+    dataset = dict(type='FaultToyDataset', size=size, load_ms=load_ms)
+    if loads_file is not None:
+        dataset['loads_file'] = str(loads_file)
     # Batch 1 at the toy's LR 0.05 with momentum diverges within a few
     # hundred iterations (the non-finite guard would stop the run).
-    extra = ("optim_wrapper['optimizer']['lr'] = 0.005\n"
-             f"train_dataloader['batch_size'] = 1\n"
-             f"train_dataloader['dataset']['load_ms'] = {load_ms}\n"
-             "default_hooks['logger']['interval'] = 100\n")
-    if not exact:
-        extra += 'exact_resume = False\n'
-    if loads_file is not None:
-        extra += f"train_dataloader['dataset']['loads_file'] = " \
-            f"{str(loads_file)!r}\n"
-    return write_config(path, max_epochs=1, size=size, ckpt_interval=interval,
-                        custom_hooks=hooks, extra=extra)
+    return write_toy_config(
+        path, dataset=dataset, batch_size=1, max_epochs=1,
+        ckpt_interval=interval, lr=0.005, log_interval=100,
+        custom_hooks=hooks, exact_resume=None if exact else False)
 
 
 def timed_runs(*runs: Tuple[Path, Path, tuple]) -> List[dict]:

@@ -1,4 +1,4 @@
-"""The toy run of the Slurm tests: ``fault_helpers``' toy config, paced.
+"""The toy run of the Slurm tests: ``toy_config``'s toy, paced.
 
 :class:`PaceHook` sleeps after every iteration, so a test can preempt the
 run in the middle; :func:`write_paced_config` writes the toy config with
@@ -10,7 +10,7 @@ from pathlib import Path
 from mmengine.hooks import Hook
 
 from mmdet3d.registry import HOOKS
-from tests.helpers.fault_helpers import write_config
+from tests.helpers.toy_config import write_toy_config
 
 
 @HOOKS.register_module()
@@ -35,8 +35,8 @@ class PaceHook(Hook):
 
 def write_paced_config(path: Path, max_iters: int, ckpt_interval: int = 2,
                        seconds: float = 0.0, size: int = 48) -> Path:
-    """The toy config of :func:`~tests.helpers.fault_helpers.write_config`,
-    with :class:`PaceHook` when ``seconds`` > 0.
+    """The toy config of :func:`~tests.helpers.toy_config.toy_config`
+    (``fault_helpers``' toy), with :class:`PaceHook` when ``seconds`` > 0.
 
     Args:
         path (Path): Config file to write.
@@ -49,10 +49,9 @@ def write_paced_config(path: Path, max_iters: int, ckpt_interval: int = 2,
     Returns:
         Path: ``path``.
     """
-    hooks = [dict(type='PaceHook', seconds=seconds)] if seconds else None
-    return write_config(
-        path, max_iters=max_iters, ckpt_interval=ckpt_interval,
-        custom_hooks=hooks, size=size,
-        extra="custom_imports = dict(imports=['projects.mmdet3d_plugin', "
-        "'tests.helpers.fault_helpers', 'tests.helpers.slurm_toy'], "
-        'allow_failed_imports=False)\n')
+    hooks = [dict(type='PaceHook', seconds=seconds)] if seconds else []
+    return write_toy_config(
+        path,
+        imports=['tests.helpers.fault_helpers', 'tests.helpers.slurm_toy'],
+        dataset=dict(type='FaultToyDataset', size=size), max_iters=max_iters,
+        ckpt_interval=ckpt_interval, custom_hooks=hooks)

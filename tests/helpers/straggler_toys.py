@@ -4,17 +4,18 @@ tests.
 Imported by ``tests/engine/straggler/test_straggler_hook.py`` and, through
 ``custom_imports``, by the ranks it trains. The slow rank is read from
 ``RANK``, which torchrun (and ``tests/helpers/train_tool.py``'s forked
-ranks) set and forked DataLoader workers inherit. :func:`write_config`
-writes the config those tests train in 2 forked ranks.
+ranks) set and forked DataLoader workers inherit.
+:func:`write_straggler_config` writes the config those tests train in 2
+forked ranks.
 """
 import os
-import textwrap
 import time
 from pathlib import Path
 from typing import Optional
 
 from mmdet3d.registry import DATASETS, MODELS
 from tests.helpers.fault_helpers import FaultToyDataset, FaultToyModel
+from tests.helpers.toy_config import write_toy_config
 
 
 def _is_slow(rank: Optional[int]) -> bool:
@@ -71,14 +72,16 @@ class SlowForwardToyModel(FaultToyModel):
         return super().forward(inputs, targets, mode)
 
 
-def write_config(path: Path,
-                 hook: dict,
-                 slow_load: Optional[int] = None,
-                 slow_forward: Optional[int] = None,
-                 max_iters: int = 12,
-                 num_workers: int = 0,
-                 size: int = 48) -> Path:
-    """Write the toy config: samples in batches of 2, SGD, gloo.
+def write_straggler_config(path: Path,
+                           hook: dict,
+                           slow_load: Optional[int] = None,
+                           slow_forward: Optional[int] = None,
+                           max_iters: int = 12,
+                           num_workers: int = 0,
+                           size: int = 48) -> Path:
+    """Write the toy config with this module's toys: samples in batches of
+    2, not shuffled, SGD without momentum or schedule, no checkpoints, the
+    log every 100 iterations, seed 0, gloo.
 
     Args:
         path (Path): Config file to write.
@@ -86,39 +89,21 @@ def write_config(path: Path,
         slow_load (int, optional): Rank whose samples load slowly.
         slow_forward (int, optional): Rank whose forward is slow.
         max_iters (int): Iterations. Defaults to 12.
-        num_workers (int): DataLoader workers. Defaults to 0.
+        num_workers (int): DataLoader workers (persistent if any).
+            Defaults to 0.
         size (int): Samples; 48 make 12 iterations per pass on 2 ranks
             (the DataLoader's restart pauses 2 s). Defaults to 48.
 
     Returns:
         Path: ``path``.
     """
-    path.write_text(textwrap.dedent(f"""\
-        custom_imports = dict(
-            imports=['projects.mmdet3d_plugin',
-                     'tests.helpers.straggler_toys'],
-            allow_failed_imports=False)
-        default_scope = 'mmdet3d'
-        model = dict(type='SlowForwardToyModel', slow_rank={slow_forward!r})
-        train_dataloader = dict(
-            batch_size=2,
-            num_workers={num_workers},
-            persistent_workers={num_workers > 0},
-            sampler=dict(type='DefaultSampler', shuffle=False),
-            dataset=dict(type='SlowLoadToyDataset', slow_rank={slow_load!r},
-                         size={size}))
-        train_cfg = dict(type='IterBasedTrainLoop', max_iters={max_iters})
-        optim_wrapper = dict(
-            type='OptimWrapper', optimizer=dict(type='SGD', lr=0.01))
-        default_hooks = dict(
-            checkpoint=None, logger=dict(type='LoggerHook', interval=100))
-        custom_hooks = [{hook!r}]
-        log_processor = dict(by_epoch=False)
-        randomness = dict(seed=0)
-        env_cfg = dict(
-            cudnn_benchmark=False,
-            mp_cfg=dict(mp_start_method='fork'),
-            dist_cfg=dict(backend='gloo'))
-        log_level = 'INFO'
-        """))
-    return path
+    return write_toy_config(
+        path, imports=['tests.helpers.straggler_toys'],
+        model=dict(type='SlowForwardToyModel', slow_rank=slow_forward),
+        dataset=dict(type='SlowLoadToyDataset', slow_rank=slow_load,
+                     size=size),
+        batch_size=2, num_workers=num_workers,
+        persistent_workers=num_workers > 0, shuffle=False,
+        max_iters=max_iters, ckpt_interval=None, lr=0.01, momentum=None,
+        log_interval=100, custom_hooks=[hook], param_scheduler=None,
+        log_processor=dict(by_epoch=False), randomness=dict(seed=0))

@@ -20,6 +20,7 @@ from torch.utils.data import Dataset
 
 from mmdet3d.models.dense_heads import CenterHead
 from mmdet3d.registry import DATASETS, MODELS, OPTIM_WRAPPERS
+from tests.helpers.toy_config import toy_config
 from tests.helpers.toy_data import SeededToyDataset
 from mmdet3d.structures import Det3DDataSample, LiDARInstance3DBoxes
 
@@ -277,37 +278,28 @@ def runner_cfg(work_dir: str,
                max_iters: int = 4,
                batch_size: int = 2,
                hook: Optional[dict] = None) -> dict:
-    """A Runner config around the toy model (or ``model``/``dataset``)."""
-    optim_wrapper = dict(
-        type='CPUAmpOptimWrapper' if amp else 'OptimWrapper',
-        optimizer=dict(type='SGD', lr=0.01, momentum=0.9),
-        accumulative_counts=accumulative_counts)
-    cfg = dict(
-        default_scope='mmdet3d',
-        work_dir=work_dir,
-        model=model or dict(type='ToyBranchModel'),
-        train_dataloader=dict(
-            dataset=dataset or dict(type='ToyBranchDataset', size=32),
-            sampler=dict(type='DefaultSampler', shuffle=False),
-            batch_size=batch_size,
-            num_workers=0,
-            collate_fn=dict(type='pseudo_collate')),
-        train_cfg=dict(by_epoch=False, max_iters=max_iters),
-        optim_wrapper=optim_wrapper,
-        default_hooks=dict(
-            checkpoint=None, logger=dict(type='LoggerHook', interval=1)),
-        custom_hooks=[hook or dict(type='DDPUnusedParamHook', check_iters=3)],
-        env_cfg=dict(
-            cudnn_benchmark=False,
-            mp_cfg=dict(mp_start_method='fork'),
-            dist_cfg=dict(backend='gloo')),
-        log_processor=dict(by_epoch=False),
-        launcher='pytorch' if distributed else 'none',
+    """A Runner config around the toy model (or ``model``/``dataset``):
+    :func:`~tests.helpers.toy_config.toy_config` built in process, not
+    shuffled, no workers, ``pseudo_collate``, SGD with momentum and no
+    schedule, no checkpoints, seed 0, ``hook`` (default: a
+    ``DDPUnusedParamHook``) the one custom hook."""
+    cfg = toy_config(
+        imports=None,
+        dataset=dataset or dict(type='ToyBranchDataset', size=32),
+        batch_size=batch_size, num_workers=0, shuffle=False,
+        collate_fn='pseudo_collate', max_iters=max_iters,
+        ckpt_interval=None, lr=0.01,
+        model=model or dict(type='ToyBranchModel'), work_dir=work_dir,
+        custom_hooks=[hook or dict(type='DDPUnusedParamHook',
+                                   check_iters=3)],
+        param_scheduler=None, log_processor=dict(by_epoch=False),
         randomness=dict(seed=0),
+        launcher='pytorch' if distributed else 'none',
         experiment_name=f'toy_{uuid.uuid4().hex[:8]}',
-    )
-    if distributed:
-        cfg['model_wrapper_cfg'] = dict(
+        model_wrapper_cfg=dict(
             type='CPUDistributedDataParallel',
-            find_unused_parameters=find_unused)
+            find_unused_parameters=find_unused) if distributed else None)
+    cfg['optim_wrapper'].update(
+        type='CPUAmpOptimWrapper' if amp else 'OptimWrapper',
+        accumulative_counts=accumulative_counts)
     return cfg

@@ -27,8 +27,8 @@ from mmengine.runner import Runner
 from projects.mmdet3d_plugin.constants import PREEMPTED_EXIT_CODE
 from projects.mmdet3d_plugin.fileio.atomic import is_temporary
 from projects.mmdet3d_plugin.cli.run_tool import worker_death_message
-from tests.helpers.fault_helpers import (FaultToyModel, SelfKillingDataset,
-                                         write_config)
+from tests.helpers.fault_helpers import FaultToyModel, SelfKillingDataset
+from tests.helpers.toy_config import toy_config, write_toy_config
 from tests.helpers.train_tool import ForkedRanks, fork_dist_train, fork_train
 
 #: Upper bound for a run that must end by itself; reaching it means a hang.
@@ -57,7 +57,7 @@ def _rank_outputs(ranks: ForkedRanks, what: str) -> list:
 
 
 def test_failing_rank_ends_every_rank(tmp_path):
-    config = write_config(
+    config = write_toy_config(
         tmp_path / 'ddp_fault.py', max_iters=6, num_workers=1,
         custom_hooks=[dict(type='FailAtIterHook', at_iter=2, ranks=[1])])
     # hook: rank 1 raises, rank 0 must not wait for a collective timeout
@@ -69,9 +69,10 @@ def test_failing_rank_ends_every_rank(tmp_path):
     assert 'RuntimeError: injected fault: rank 1 fails at iteration 2' \
         in out1, out1[-5000:]
     # ... rank 0 did not wait for a collective timeout: gloo saw the peer
-    # go ...
-    assert 'RuntimeError:' in out0 and 'Connection closed by peer' in out0, \
-        out0[-5000:]
+    # go (closed or reset, as the peer's socket ended before or during
+    # gloo's read) ...
+    assert 'RuntimeError:' in out0 and re.search(
+        r'Connection (closed|reset) by peer', out0), out0[-5000:]
     # ... and no process of the run (ranks, DataLoader workers) is left.
     deadline = time.monotonic() + 30
     while any(map(_group_alive, ranks.pids)) and time.monotonic() < deadline:
@@ -91,11 +92,11 @@ def test_sigterm_while_saving_keeps_last_checkpoint(tmp_path):
     # 12M floats: every checkpoint is ~48 MB, so writes take a while and
     # the signal is sent while one is in progress.
     work = tmp_path / 'work'
-    config = write_config(
-        tmp_path / 'sigterm.py', max_iters=40, ckpt_interval=1,
-        num_workers=0, ballast=12_000_000)
-    config.write_text(config.read_text().replace(
-        'by_epoch=False)', 'by_epoch=False, max_keep_ckpts=2)', 1))
+    cfg = toy_config(
+        model=dict(type='FaultToyModel', ballast=12_000_000), max_iters=40,
+        ckpt_interval=1, num_workers=0)
+    cfg['default_hooks']['checkpoint']['max_keep_ckpts'] = 2
+    config = write_toy_config(tmp_path / 'sigterm.py', cfg)
     # hook: PreemptionHook's handler in the process of its own
     proc = fork_train(config, work)
     caught_writing = False

@@ -31,31 +31,28 @@ import pytest
 import torch
 
 from projects.mmdet3d_plugin.constants import FAILURE_REPORT_NAME
-from tests.helpers.fault_helpers import write_config
+from tests.helpers.toy_config import write_toy_config
 from tests.helpers.train_tool import (finish, fork_dist_train, fork_tool,
                                       fork_train)
 
-TOYS = "custom_imports['imports'].append('tests.helpers.nonfinite_toys')\n"
-NAN = ("model = dict(type='BNToyModel')\n"
-       "train_dataloader['dataset'] = dict(type='NaNToyDataset', size=40, "
-       'nan_index=7)\n')
-DIVERGE = "optim_wrapper['optimizer']['lr'] = 1e4\n"
+TOYS = ['tests.helpers.fault_helpers', 'tests.helpers.nonfinite_toys']
 
 
 @pytest.fixture(scope='module')
 def runs(tmp_path_factory):
     tmp = tmp_path_factory.mktemp('nonfinite')
-    nan = write_config(tmp / 'nan.py', max_epochs=3, size=40,
-                       ckpt_interval=5,
-                       custom_hooks=[dict(type='RecordIndicesHook')],
-                       extra=TOYS + NAN)
-    diverge = write_config(tmp / 'diverge.py', max_iters=60,
-                           ckpt_interval=1, num_workers=0,
-                           extra=TOYS + DIVERGE)
-    poisoned = write_config(
-        tmp / 'poisoned.py', max_iters=20, ckpt_interval=1, num_workers=0,
-        custom_hooks=[dict(type='PoisonWeightsHook', at_iter=5)],
-        extra=TOYS)
+    nan = write_toy_config(
+        tmp / 'nan.py', imports=TOYS, model=dict(type='BNToyModel'),
+        dataset=dict(type='NaNToyDataset', size=40, nan_index=7),
+        max_epochs=3, ckpt_interval=5,
+        custom_hooks=[dict(type='RecordIndicesHook')])
+    diverge = write_toy_config(tmp / 'diverge.py', imports=TOYS,
+                               max_iters=60, ckpt_interval=1, num_workers=0,
+                               lr=1e4)
+    poisoned = write_toy_config(
+        tmp / 'poisoned.py', imports=TOYS, max_iters=20, ckpt_interval=1,
+        num_workers=0,
+        custom_hooks=[dict(type='PoisonWeightsHook', at_iter=5)])
     done = finish({
         'nan': fork_dist_train(nan, tmp / 'nan'),  # hook: skipped steps
         # hook: the stop; its ranks' error files make the report

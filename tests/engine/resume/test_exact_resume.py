@@ -3,11 +3,11 @@ from the test process (``fork_train`` / ``fork_dist_train``), torchrun's
 restarts and its preemption exit through ``tools/dist_train.sh`` (tests
 marked ``launch``).
 
-The toy (``fault_helpers.write_config(max_epochs=3, size=40)``): 40
-samples in batches of 4, shuffled, two fork DataLoader workers adding
-noise from numpy's global RNG, SGD with momentum, the LR halved after the
-first epoch, a checkpoint every 3 iterations (by iteration). An epoch is
-10 iterations with one process, 5 with two.
+The toy (``tests/helpers/toy_config.py``'s, by epoch): 40 samples in
+batches of 4, shuffled, two fork DataLoader workers adding noise from
+numpy's global RNG, SGD with momentum, the LR halved after the first
+epoch, a checkpoint every 3 iterations (by iteration). An epoch is 10
+iterations with one process, 5 with two.
 
 Forked ranks (the fixture ``forked``; the 2-rank reference ``ref2`` is
 theirs too):
@@ -45,7 +45,7 @@ import torch
 
 from projects.mmdet3d_plugin.constants import PREEMPTED_EXIT_CODE
 from projects.mmdet3d_plugin.fileio.atomic import is_temporary
-from tests.helpers.fault_helpers import write_config
+from tests.helpers.toy_config import write_toy_config
 from tests.helpers.run_logs import losses, records
 from tests.helpers.train_tool import (finish, fork_dist_train, fork_train,
                                       start_dist_train)
@@ -59,13 +59,12 @@ KILL = dict(type='FailAtIterHook', when='after', action='SIGKILL')
 
 
 def _config(path: Path, hooks=(), with_index=False) -> Path:
-    extra = ("train_dataloader['dataset']['with_index'] = True\n"
-             if with_index else '')
     hooks = list(hooks) + ([dict(type='RecordIndicesHook')]
                            if with_index else [])
-    return write_config(path, max_epochs=EPOCHS, size=SIZE,
-                        ckpt_interval=INTERVAL, custom_hooks=hooks,
-                        extra=extra)
+    return write_toy_config(
+        path, dataset=dict(type='FaultToyDataset', size=SIZE,
+                           with_index=with_index),
+        max_epochs=EPOCHS, ckpt_interval=INTERVAL, custom_hooks=hooks)
 
 
 TIMED_MINUTES = 0.004  # 0.24 s; every iteration here takes 0.1 s or more
@@ -74,10 +73,12 @@ TIMED_MINUTES = 0.004  # 0.24 s; every iteration here takes 0.1 s or more
 def _timed_config(path: Path) -> Path:
     # PaceHook's 0.1 s after each iteration: a timed save at least every
     # third iteration, however fast the machine.
-    return write_config(
-        path, max_epochs=1, size=SIZE, ckpt_interval=1000,
-        custom_hooks=[dict(type='PaceHook', seconds=0.1)],
-        extra="custom_imports['imports'].append('tests.helpers.slurm_toy')\n")
+    return write_toy_config(
+        path,
+        imports=['tests.helpers.fault_helpers', 'tests.helpers.slurm_toy'],
+        dataset=dict(type='FaultToyDataset', size=SIZE), max_epochs=1,
+        ckpt_interval=1000,
+        custom_hooks=[dict(type='PaceHook', seconds=0.1)])
 
 
 def weights(path: Path) -> dict:
@@ -91,7 +92,7 @@ def forked(tmp_path_factory):
     tmp = tmp_path_factory.mktemp('exact_resume')
     ref = _config(tmp / 'ref.py')
     ref_idx = _config(tmp / 'ref_idx.py', with_index=True)
-    iter_killed = write_config(
+    iter_killed = write_toy_config(
         tmp / 'iter_kill.py', max_iters=ITER_BASED,
         custom_hooks=[dict(KILL, at_iter=KILL_AFTER)])
     # loop: each run's subject is the plugin's loops and hooks.
@@ -106,7 +107,7 @@ def forked(tmp_path_factory):
         'timed1': fork_train(_timed_config(tmp / 'timed.py'),
                              tmp / 'timed1', '--checkpoint-minutes',
                              TIMED_MINUTES),
-        'iter_ref': fork_train(write_config(
+        'iter_ref': fork_train(write_toy_config(
             tmp / 'iter_ref.py', max_iters=ITER_BASED), tmp / 'iter_ref'),
         'iter_kill': fork_train(iter_killed, tmp / 'iter_kill'),
     })

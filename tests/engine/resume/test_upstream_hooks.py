@@ -46,8 +46,7 @@ KILL_EPOCH2 = dict(type='FailAtIterHook', at_iter=16, when='after',
 #: tagging 1.
 SWITCH = [dict(type='mmdet.PipelineSwitchHook', switch_epoch=1,
                switch_pipeline=[dict(type='Tag', value=1.0)])]
-SWITCH_DATA = ("train_dataloader['dataset']['pipeline'] = "
-               "[dict(type='Tag', value=0.0)]\n")
+SWITCH_DATA = [dict(type='Tag', value=0.0)]
 WORKERS = {'0-workers': (0, False), '2-persistent': (2, True)}
 
 
@@ -69,7 +68,7 @@ def runs(tmp_path_factory):
         procs[name] = fork_train(write_hook_config(
             tmp / f'{name}.py', SWITCH, max_epochs=2, size=20,
             num_workers=workers, persistent_workers=persistent,
-            extra=SWITCH_DATA), tmp / name)
+            pipeline=SWITCH_DATA), tmp / name)
     done = finish(procs)
     done.update(finish(
         {'resumed': fork_train(hooks, tmp / 'resumed', '--resume'),

@@ -51,7 +51,7 @@ def reports(tmp_path_factory):
     tmp = tmp_path_factory.mktemp('straggler')
     runs = {}
     for name, slow in SCENARIOS.items():
-        config = straggler_toys.write_config(
+        config = straggler_toys.write_straggler_config(
             tmp / f'{name}.py', HOOK, max_iters=12, **slow)
         runs[name] = fork_dist_train(  # hook: the ranks' timing report
             config, tmp / name)
@@ -123,7 +123,7 @@ def test_no_slowed_rank_no_straggler(reports):
 def test_one_process_writes_the_report_without_a_group(tmp_path):
     # 8 samples in batches of 2: the DataLoader restarts after 4
     # iterations (mmengine pauses 2 s there); 6 iterations, window 10.
-    config = straggler_toys.write_config(
+    config = straggler_toys.write_straggler_config(
         tmp_path / 'one.py', dict(HOOK), max_iters=6, size=8)
     cfg = Config.fromfile(str(config))
     cfg.work_dir = str(tmp_path / 'work')

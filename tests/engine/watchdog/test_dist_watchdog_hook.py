@@ -61,7 +61,8 @@ pytestmark = pytest.mark.waits
 REPO = Path(__file__).resolve().parents[3]
 HELPERS = REPO / 'tests' / 'helpers'
 from tests.helpers.fault_helpers import (FaultToyDataset,  # noqa: E402
-                                         FaultToyModel, write_config)
+                                         FaultToyModel)
+from tests.helpers.toy_config import write_toy_config  # noqa: E402
 # registers SleepOnRankHook
 from tests.helpers import hang_helpers  # noqa: E402,F401
 from tests.helpers.train_tool import (error_files,  # noqa: E402
@@ -79,12 +80,10 @@ STUCK = 'rank 1 stuck in train iteration 2 at ' + STUCK_FRAME
 
 
 def _hang_config(tmp_path: Path, hooks: list, max_iters: int = 8) -> Path:
-    config = write_config(tmp_path / 'hang.py', max_iters=max_iters,
-                          num_workers=1, custom_hooks=hooks)
-    config.write_text(config.read_text().replace(
-        "'tests.helpers.fault_helpers']",
-        "'tests.helpers.fault_helpers', 'tests.helpers.hang_helpers']"))
-    return config
+    return write_toy_config(
+        tmp_path / 'hang.py',
+        imports=['tests.helpers.fault_helpers', 'tests.helpers.hang_helpers'],
+        max_iters=max_iters, num_workers=1, custom_hooks=hooks)
 
 
 def _hung_config(tmp: Path) -> Path:

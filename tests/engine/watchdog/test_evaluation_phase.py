@@ -6,14 +6,16 @@ Two runs of ``tools/train.py`` in 2 gloo ranks forked from the test process
 ``tests/helpers/train_tool.py``), side by side: the small synthetic
 CenterPoint trains 2 iterations, then validates the 20 generated val frames
 with ``SlowSafeNuScenesMetric`` (``metric_wait_runner.py``), whose
-``compute_metrics`` first sleeps :data:`SLEEP` s, more than twice the
-watchdog's ``timeout`` of :data:`TIMEOUT` s, with no iteration finishing on
-any rank meanwhile:
+``compute_metrics`` first sleeps :data:`SLEEP` s, longer than the
+watchdog's ``timeout`` of :data:`TIMEOUT` s and a round of it (5 s), by
+which a watchdog without phases would have ended the run, with no
+iteration finishing on any rank meanwhile (the timeout stays 20 s: the
+first training iteration of two ranks took 15 s in a loaded full suite):
 
 * with the default ``dist_wait_timeout`` (4 h) the run ends with status 0
   and the metrics: rank 0's evaluation is a declared phase, rank 1 waits in
   it (before the watchdog knew phases, it ended this run as a hang);
-* with ``dist_wait_timeout=20`` the watchdog ends the run (exit status 75
+* with ``dist_wait_timeout=24`` the watchdog ends the run (exit status 75
   on both ranks) just before the wait would time out; the ranks' log
   lines and error files, ``hang_report.txt`` and the failure report built
   from those error files in process (``report_failed_run``, what
@@ -39,9 +41,9 @@ from tests.helpers.train_tool import (error_files,  # noqa: E402
                                       finish, fork_dist_train)
 
 CONFIG = REPO / 'configs' / 'centerpoint' / 'centerpoint_pillar_synthetic.py'
-TIMEOUT = 12  # DistWatchdogHook's timeout, seconds
-SLEEP = 30  # what compute_metrics sleeps first, seconds
-DIST_WAIT = 20  # the second run's dist_wait_timeout, seconds
+TIMEOUT = 20  # DistWatchdogHook's timeout, seconds
+SLEEP = 32  # what compute_metrics sleeps first, seconds
+DIST_WAIT = 24  # the second run's dist_wait_timeout, seconds
 #: Upper bound for a run that must end by itself; reaching it means a hang.
 HANG = 600
 METRIC = 'NuScenes metric/pred_instances_3d_NuScenes/NDS'

@@ -7,7 +7,7 @@ the small synthetic CenterPoint with ``env_cfg.dist_cfg.timeout`` of a few
 seconds and a metric that sleeps longer than that before computing:
 ``SafeNuScenesMetric`` finishes with the metrics of a one-process run,
 mmdet3d's stock ``NuScenesMetric`` times out on rank 1 (in a pair of its
-own: the timeout leaves its group broken). A one-rank group gives the
+own, evaluating without a model: the timeout leaves its group broken). A one-rank group gives the
 reference. The three groups run side by side; the rest runs in process.
 """
 import copy
@@ -40,8 +40,11 @@ SCENARIOS = [
     dict(name='ours', metric='SlowSafeNuScenesMetric', sleep=SLEEP),
     dict(name='rank0_fails', metric='FailingMetric', sleep=0),
 ]
-# Rank 1 times out and leaves its group broken: a group of its own.
-STOCK = [dict(name='stock', metric='SlowNuScenesMetric', sleep=SLEEP)]
+# Rank 1 times out and leaves its group broken: a group of its own, where
+# the stock metric evaluates alone (no model, no inference: its evaluate's
+# wait is the subject).
+STOCK = [dict(name='stock', metric='SlowNuScenesMetric', sleep=SLEEP,
+              inference=False)]
 REFERENCE = [dict(name='reference', metric='SlowSafeNuScenesMetric', sleep=0)]
 
 
