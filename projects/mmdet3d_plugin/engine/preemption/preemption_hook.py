@@ -167,9 +167,15 @@ class PreemptionHook(Hook):
 
     def after_train_iter(self, runner, batch_idx, data_batch=None,
                          outputs=None) -> None:
-        """Save and exit after the agreed iteration."""
+        """Save and exit after the agreed iteration.
+
+        After the last iteration the run ends anyway, and the store is not
+        asked: rank 0, whose process holds it when the ranks start without
+        torchrun's agent (``srun``), may have finished and gone while a
+        slower rank ends its last iteration.
+        """
         done = runner.iter + 1
-        if self._stop_iteration(done) != done:
+        if done >= runner.max_iters or self._stop_iteration(done) != done:
             return
         path = save_iteration_checkpoint(runner)
         if self._store is not None:
