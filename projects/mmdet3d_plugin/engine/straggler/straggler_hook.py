@@ -4,7 +4,6 @@ compute holds everyone up.
 The hook only; the clocks, the decision and the report's text are in
 :mod:`..straggler`.
 """
-import json
 import os
 import os.path as osp
 import socket
@@ -19,7 +18,7 @@ from mmengine.model import is_model_wrapper
 from mmdet3d.registry import HOOKS
 from ...dist.durations import positive_seconds
 from ...dist.groups import side_group
-from ...fileio.atomic import atomic_write
+from ...fileio.atomic import atomic_write_json
 from .verdict import MIN_MS, RATIO
 from .report import REPORT_FILE, build_report, describe
 from .timing import (CudaEventClock, HostClock, IterationMarks, RankWindow,
@@ -356,9 +355,7 @@ class StragglerHook(Hook):
 
     @master_only
     def _publish(self, runner) -> None:
-        atomic_write(json.dumps(self.report, indent=2) + '\n',
-                     self.report_path,
-                     durable=False)
+        atomic_write_json(self.report, self.report_path)
         if self.report['slowest_rank'] is not None:
             runner.logger.warning(
                 describe(self.report) + f'\nReport: {self.report_path}')

@@ -3,7 +3,6 @@
 The hook only; what it runs on (marks, autograd traversal, gather, report,
 the ``run_iter`` patch) is in :mod:`..unused_params`.
 """
-import json
 import logging
 import os.path as osp
 from typing import Dict, List, Optional
@@ -15,7 +14,7 @@ from torch.nn.parallel import DistributedDataParallel
 
 from mmdet3d.registry import HOOKS
 from ...dist.durations import positive_seconds
-from ...fileio.atomic import atomic_write
+from ...fileio.atomic import atomic_write_json
 from ...failures.unused_report import REPORT_FILE
 from .summary import UnusedParamSummary
 from .advice import build_report
@@ -322,9 +321,7 @@ class DDPUnusedParamHook(Hook):
 
     @master_only
     def _publish(self, runner, previous: Optional[dict]) -> None:
-        atomic_write(json.dumps(self.report, indent=2) + '\n',
-                     self.report_path,
-                     durable=False)
+        atomic_write_json(self.report, self.report_path)
         keys = ('unused_on_all_ranks', 'unused_on_some_ranks', 'config_line')
         if previous is not None and all(previous[k] == self.report[k]
                                         for k in keys):
