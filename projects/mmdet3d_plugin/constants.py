@@ -58,3 +58,7 @@ EXIT_STATUS_NAME = 'exit_status.json'
 #: shuffled list, walked on by every sample a worker loads: a resume inside
 #: an epoch draws other objects).
 GT_DRAWS = ('per_sample', 'stock')
+#: mmdet3d's command that (re)creates the info files and GT database of a
+#: nuScenes root (``{root}``); the data checks name it as the fix.
+CREATE_DATA_CMD = ('python tools/create_data.py nuscenes --root-path {root} '
+                   '--out-dir {root} --extra-tag nuscenes')

@@ -26,9 +26,7 @@ from typing import Dict, Iterator, List, NamedTuple, Optional, Tuple
 
 import mmengine
 
-#: Command that (re)creates the info files and GT database of a root.
-CREATE_DATA_CMD = ('python tools/create_data.py nuscenes --root-path {root} '
-                   '--out-dir {root} --extra-tag nuscenes')
+from ..constants import CREATE_DATA_CMD
 
 
 class InfoSample(NamedTuple):

@@ -10,9 +10,8 @@ import os.path as osp
 import pickle
 from typing import Any, Iterator, Optional, Sequence
 
-#: Command that (re)creates the info files of a nuScenes root.
-CREATE_DATA_CMD = ('python tools/create_data.py nuscenes --root-path {root} '
-                   '--out-dir {root} --extra-tag nuscenes')
+from ..constants import CREATE_DATA_CMD
+
 #: mmdet3d's converter from 0.x info files to 1.x ones.
 UPDATE_INFOS_CMD = ('python tools/dataset_converters/update_infos_to_v2.py '
                     '--dataset nuscenes --pkl-path {pkl} --out-dir {out}')
