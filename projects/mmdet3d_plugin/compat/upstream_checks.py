@@ -429,6 +429,20 @@ CHECKS: Tuple[Check, ...] = (
     Copy('seeded_class_sampler', MMDET3D,
          'mmdet3d.datasets.transforms.dbsampler.BatchSampler.__init__',
          'bcd716e38408ccaf33cdf302c8626ee27de6ae0d90ea0f4dbb809aed9ec5c389'),
+    # packed_gt_database
+    Private(
+        'packed_gt_database', MMDET3D,
+        'mmdet3d.datasets.transforms.dbsampler.BatchSampler._sampled_list'),
+    Private('packed_gt_database', MMDET3D,
+            'mmdet3d.datasets.transforms.dbsampler.BatchSampler._indices'),
+    Private('packed_gt_database', MMDET3D,
+            'mmdet3d.datasets.transforms.dbsampler.BatchSampler._shuffle'),
+    Copy('packed_gt_database', MMDET3D,
+         'mmdet3d.datasets.transforms.dbsampler.DataBaseSampler.__init__',
+         '5305fe6afdc25e8d2b212edd8dfd126777947be020c8db15ab898dec0cb2efa0'),
+    Copy('packed_gt_database', MMDET3D,
+         'mmdet3d.datasets.transforms.dbsampler.BatchSampler._reset',
+         '7f6179a6111b6c885f38a872b8cefad8ee0cf0bbbcb4dddeb787465ba0fa816e'),
     # dataset_fully_initialized
     Private('dataset_fully_initialized', MMENGINE,
             'mmengine.dataset.BaseDataset._fully_initialized'),

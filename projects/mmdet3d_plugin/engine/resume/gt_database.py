@@ -31,9 +31,12 @@ class SeededClassSampler(BatchSampler):
 
     @classmethod
     def like(cls, sampler: BatchSampler) -> 'SeededClassSampler':
-        """The same class list as ``sampler``, drawn per sample."""
+        """The same class list as ``sampler``, drawn per sample (its
+        shuffled order is not kept: never read here, it would be pickled
+        to every spawn worker)."""
         seeded = cls.__new__(cls)
         seeded.__dict__.update(sampler.__dict__)
+        seeded._indices = np.empty(0, dtype=np.int64)
         return seeded
 
 
