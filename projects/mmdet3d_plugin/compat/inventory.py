@@ -311,9 +311,10 @@ OVERRIDES = (
         'share_infos, RecipeClassSampler',
         what="replaces each GT-database BatchSampler's private "
         '_sampled_list with packed infos (packed_infos.py) and pickles '
-        'its private _indices as the random state DataBaseSampler.__init__ shuffled it from '
-        '(its samplers built in order, nothing else drawn; _reset '
-        'reshuffles in place, after which _indices pickles by value)',
+        'its private _indices as the random state '
+        'DataBaseSampler.__init__ shuffled it from (its samplers built '
+        'in order, nothing else drawn; _reset reshuffles in place, after '
+        'which _indices pickles by value)',
         upstream='mmdet3d.datasets.transforms.dbsampler.BatchSampler, '
         'DataBaseSampler.__init__ (private attributes)',
         remove_when="mmdet3d's GT database is held in arrays that "
