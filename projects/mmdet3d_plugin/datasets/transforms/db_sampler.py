@@ -13,7 +13,7 @@ from mmdet3d.structures.points import get_points_type
 from .points_io import points_like, read_into
 from .box_geometry import box_collision_rows
 from .load_points_from_file import FastLoadPointsFromFile
-from .packed_infos import pack_db_infos
+from .packed_infos import pack_db_infos, release_freed_memory
 
 
 @TRANSFORMS.register_module()
@@ -64,6 +64,7 @@ class FastDataBaseSampler(DataBaseSampler):
                 if recipes is not None:
                     self.sampler_dict[name] = RecipeClassSampler.like(
                         sampler, recipes[name])
+            release_freed_memory()  # the dicts are gone
 
     def sample_all(self,
                    gt_bboxes: np.ndarray,
