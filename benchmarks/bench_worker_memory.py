@@ -16,20 +16,28 @@ it in fresh processes:
 - ``ours``: the shipped config as it is (``FastDataBaseSampler`` packs the
   database into shared arrays, ``datasets/transforms/packed_infos.py``).
 
-For each, under fork, spawn and forkserver with ``--workers`` workers
-(batches of one sample, a fixed random order): the bytes a spawn /
-forkserver worker receives (the pickled dataset) and the time to pickle
-it; the main process's private memory (USS) held by the built dataset
-(after a warm-up build on the untiled database, so imports and compiled
-kernels do not count); the time from ``iter(loader)`` to a sample of
-every worker; each worker's USS and the node's PSS (main process and
-workers) then and after ``--samples`` samples, and samples per second in
-between. What else a worker receives is listed by part (the pickled size
-of each transform, the dataset's infos, a wrapper's index list).
+For each, under fork, spawn and forkserver with ``--workers`` workers,
+batches of one sample in a fixed random order, the DataLoader built as
+the runner builds it (mmengine's ``Runner.build_dataloader`` for stock and
+fast, the plugin's ``PluginRunner`` for ours: wrappers' index lists
+shared, workers' heap flat): the bytes a spawn / forkserver worker
+receives (the pickled dataset) and the time to pickle it; the main
+process's private memory (USS) held by the built dataset (after a warm-up
+build on the untiled database, so imports and compiled kernels do not
+count); the time from ``iter(loader)`` to a sample of every worker; each
+worker's USS and the node's PSS (main process and workers) then, after
+``--warmup`` samples and after ``--samples`` samples, and samples per
+second in between. The growth target is the steady state's, from
+``--warmup`` to ``--samples`` (a worker's first samples fill its scratch
+buffers and caches; what matters is memory that keeps growing). What a
+worker receives is listed by part (the pickled size of each transform,
+the dataset's infos, a wrapper's index list).
 
 A separate process checks that the three give the same samples, sample
 by sample (points, boxes and labels with the GT draws, metadata, bit for
-bit; the random state after each), from the same seeds.
+bit; the random state after each), from the same seeds; and measures
+``CBGSDataset``'s index list over ``--wrapper-infos`` nuScenes-size infos
+(28,130: trainval's), as a list and shared.
 
 Prints a table and writes JSON (default
 ``benchmarks/results/bench_worker_memory.json``)::
@@ -74,6 +82,12 @@ def parse_args(argv=None):
     parser.add_argument('--objects', type=int, default=TRAINVAL_OBJECTS)
     parser.add_argument('--workers', type=int, default=4)
     parser.add_argument('--samples', type=int, default=1000)
+    parser.add_argument('--warmup', type=int, default=200,
+                        help='samples (of --samples) before the steady '
+                        'state whose growth is the target')
+    parser.add_argument('--wrapper-infos', type=int, default=28130,
+                        help='infos under CBGSDataset for its index list '
+                        '(0: skip)')
     parser.add_argument('--check-samples', type=int, default=24,
                         help='samples compared across the variants')
     parser.add_argument('--variants', nargs='+', default=list(VARIANTS),
@@ -98,11 +112,12 @@ def parse_args(argv=None):
     args = parser.parse_args(argv)
     if args.smoke:
         args.objects, args.workers, args.samples = 20000, 2, 20
-        args.check_samples = 4
+        args.warmup = 10
+        args.check_samples, args.wrapper_infos = 4, 400
         args.methods = [m for m in args.methods if m != 'forkserver']
-    if args.samples < 2 * args.workers:
-        parser.error(f'--samples must be at least 2 x --workers '
-                     f'({2 * args.workers})')
+    if not args.workers <= args.warmup < args.samples:
+        parser.error(f'need --workers <= --warmup < --samples, got '
+                     f'{args.workers}, {args.warmup}, {args.samples}')
     return args
 
 
@@ -209,15 +224,25 @@ def _db_held_bytes(dataset):
     return 0
 
 
-def _run_loader(dataset, method, workers, samples):
+def _loader(dataset, variant, method, workers, order):
+    """The DataLoader the runner builds: mmengine's for stock and fast,
+    the plugin's runner for ours (the wrappers' index lists shared, the
+    workers' heap flat: ``engine/runner.py``)."""
+    from mmengine.runner import Runner
+
+    from projects.mmdet3d_plugin.engine.runner import PluginRunner
+    runner = PluginRunner if variant == 'ours' else Runner
+    return runner.build_dataloader(dict(
+        dataset=dataset, batch_size=1, sampler=order, num_workers=workers,
+        multiprocessing_context=method, persistent_workers=False,
+        collate_fn=dict(type='pseudo_collate')))
+
+
+def _run_loader(dataset, variant, method, workers, samples, warmup):
     import numpy as np
-    from mmengine.dataset import pseudo_collate
-    from torch.utils.data import DataLoader
     order = np.random.default_rng(0).integers(len(dataset),
                                               size=samples).tolist()
-    loader = DataLoader(dataset, batch_size=1, sampler=order,
-                        num_workers=workers, multiprocessing_context=method,
-                        collate_fn=pseudo_collate, persistent_workers=False)
+    loader = _loader(dataset, variant, method, workers, order)
     start = time.perf_counter()
     it = iter(loader)
     for _ in range(workers):  # batch k comes from worker k % workers
@@ -226,18 +251,23 @@ def _run_loader(dataset, method, workers, samples):
     pids = [w.pid for w in it._workers]
     uss_first, pss_first = _memory(pids)
     begin = time.perf_counter()
-    for _ in range(samples - workers):
+    for _ in range(warmup - workers):
+        next(it)
+    uss_warm, _ = _memory(pids)
+    for _ in range(samples - warmup):
         next(it)
     end = time.perf_counter()
     uss_end, pss_end = _memory(pids)
     del it, loader
     gc.collect()
-    growth = [b - a for a, b in zip(uss_first, uss_end)]
     return dict(start_s=started - start,
                 samples_per_s=(samples - workers) / (end - begin),
-                worker_uss_first=uss_first, worker_uss_end=uss_end,
-                node_pss_first=pss_first, node_pss_end=pss_end,
-                growth_per_1000=sum(growth) * 1000 / (samples - workers))
+                worker_uss_first=uss_first, worker_uss_warm=uss_warm,
+                worker_uss_end=uss_end, node_pss_first=pss_first,
+                node_pss_end=pss_end,
+                growth_first_to_end=sum(uss_end) - sum(uss_first),
+                growth_per_1000=(sum(uss_end) - sum(uss_warm)) * 1000 /
+                (samples - warmup))
 
 
 def _build(cfg):
@@ -283,7 +313,8 @@ def run_child(args):
           f'{held / 2**20:.0f} MB, pickles to {pickled:,} B in '
           f'{pickle_s:.2f} s', flush=True)
     for method in args.methods:
-        row = _run_loader(dataset, method, args.workers, args.samples)
+        row = _run_loader(dataset, args.child, method, args.workers,
+                          args.samples, args.warmup)
         result['methods'][method] = row
         print(f'[{args.child}] {method}: start {row["start_s"]:.1f} s, '
               f'{row["samples_per_s"]:.1f} samples/s, growth '
@@ -322,9 +353,37 @@ def run_check(args):
                                   f'{found}')
     with open(args.child_out, 'w') as f:
         json.dump(dict(samples=args.check_samples, variants=args.variants,
-                       gt_boxes=objects, mismatches=mismatches), f,
-                  indent=2)
+                       gt_boxes=objects, mismatches=mismatches,
+                       cbgs=_cbgs_indices(args)), f, indent=2)
     return 0
+
+
+def _cbgs_indices(args):
+    """``CBGSDataset.sample_indices`` over ``--wrapper-infos`` infos: its
+    length, Python memory and pickled size as a list and shared."""
+    if not args.wrapper_infos:
+        return None
+    from multiprocessing.reduction import ForkingPickler
+
+    from projects.mmdet3d_plugin.datasets.wrappers import share_index_lists
+    from tests.helpers.synthetic_infos import write_synthetic_infos
+    path = osp.join(osp.dirname(args.db_file),
+                    f'infos_{args.wrapper_infos}.pkl')
+    if not osp.exists(path):
+        write_synthetic_infos(path, args.wrapper_infos)
+    dataset = _build(dict(type='CBGSDataset', dataset=dict(
+        type='SafeNuScenesDataset', data_root='', ann_file=path,
+        data_prefix=dict(pts='samples/LIDAR_TOP', sweeps='sweeps/LIDAR_TOP'),
+        pipeline=[])))
+    indices = dataset.sample_indices
+    python_bytes = sys.getsizeof(indices) + sum(
+        sys.getsizeof(i) for i in set(indices) if i > 256)
+    list_pickled = len(ForkingPickler.dumps(indices))
+    share_index_lists(dataset)
+    return dict(infos=args.wrapper_infos, length=len(indices),
+                python_bytes=python_bytes, list_pickled_bytes=list_pickled,
+                shared_pickled_bytes=len(ForkingPickler.dumps(
+                    dataset.sample_indices)))
 
 
 # --------------------------------------------------------------- parent
@@ -338,7 +397,9 @@ def _child(args, name, out):
     cmd = [sys.executable, osp.abspath(__file__), '--child', name,
            '--child-out', out, '--db-file', args.db_file, '--data-root',
            args.data_root, '--workers', str(args.workers), '--samples',
-           str(args.samples), '--check-samples', str(args.check_samples),
+           str(args.samples), '--warmup', str(args.warmup),
+           '--check-samples', str(args.check_samples),
+           '--wrapper-infos', str(args.wrapper_infos),
            '--variants', *args.variants, '--methods', *args.methods]
     subprocess.run(cmd, check=True, cwd=REPO)
     with open(out) as f:
@@ -350,11 +411,11 @@ def format_table(results, check, args):
     lines = [f'{args.objects:,} GT-database objects, {args.workers} '
              f'workers, {args.samples} samples of the pillar02 train '
              'pipeline (10 sweeps, nuScenes density)',
-             f'{"":<9}{"measure":<36}' + ''.join(
+             f'{"":<11}{"measure":<38}' + ''.join(
                  f'{v:>14}' for v in variants)]
 
     def row(method, name, get, fmt):
-        lines.append(f'{method:<9}{name:<36}' + ''.join(
+        lines.append(f'{method:<11}{name:<38}' + ''.join(
             f'{fmt(get(results[v])):>14}' for v in variants))
 
     row('', 'main process holds (USS)', lambda r: r['main_held_bytes'], _mb)
@@ -370,11 +431,15 @@ def format_table(results, check, args):
         row(method, 'worker USS after first (max)',
             get('worker_uss_first', max), _mb)
         row(method, 'node PSS after first', get('node_pss_first'), _mb)
+        row(method, f'worker USS after {args.warmup} (max)',
+            get('worker_uss_warm', max), _mb)
         row(method, f'worker USS after {args.samples} (max)',
             get('worker_uss_end', max), _mb)
         row(method, f'node PSS after {args.samples}', get('node_pss_end'),
             _mb)
-        row(method, 'workers\' USS growth / 1000 samples',
+        row(method, f'workers\' USS growth, first to {args.samples}',
+            get('growth_first_to_end'), _mb)
+        row(method, f'same, after {args.warmup}, per 1000 samples',
             get('growth_per_1000'), _mb)
         row(method, 'samples / s', get('samples_per_s'),
             lambda s: f'{s:.2f}')
@@ -384,6 +449,13 @@ def format_table(results, check, args):
             results[variant]['pickled_parts'].items(),
             key=lambda kv: -kv[1])[:6])
         lines.append(f'  {variant}: {parts}')
+    cbgs = (check or {}).get('cbgs')
+    if cbgs:
+        lines.append(
+            f'CBGSDataset.sample_indices over {cbgs["infos"]:,} infos: '
+            f'{cbgs["length"]:,} indices, {_mb(cbgs["python_bytes"])} as a '
+            f'list of ints, pickled {cbgs["list_pickled_bytes"]:,} B; '
+            f'shared: pickled {cbgs["shared_pickled_bytes"]:,} B')
     if check is not None:
         lines.append(
             f'identical samples ({", ".join(check["variants"])}): '
@@ -400,7 +472,8 @@ def check_targets(results, check, args):
                ours['pickled_bytes'], ours['pickled_bytes'] <= PICKLED_TARGET)]
     if 'fork' in ours['methods']:
         growth = ours['methods']['fork']['growth_per_1000']
-        checks.append(('fork workers\' USS growth <= 2 MB / 1000 samples',
+        checks.append((f'fork workers\' USS growth after {args.warmup} '
+                       'samples <= 2 MB / 1000 samples',
                        _mb(growth), growth <= GROWTH_TARGET))
     if 'stock' in results:
         ratio = ours['main_held_bytes'] / results['stock']['main_held_bytes']

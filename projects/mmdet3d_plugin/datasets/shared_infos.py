@@ -20,11 +20,13 @@ Linux only (``/proc``); elsewhere the arrays are pickled by value, as in
 mmengine.
 """
 import mmap
+import operator
 import os
 import tempfile
 import uuid
 import weakref
-from typing import List, Sequence, Tuple
+from collections import abc
+from typing import Iterator, List, Sequence, Tuple
 
 import numpy as np
 
@@ -213,4 +215,56 @@ class SharedArrays:
         return any(array is a for a in self.arrays)
 
 
-__all__ = ['SharedArrays', 'shared_memory_supported', 'sweep_stale_files']
+class SharedIndexList(abc.Sequence):
+    """A list of ``int`` held as one int64 array in :class:`SharedArrays`.
+
+    Dataset wrappers keep an index per sample as a Python list
+    (``CBGSDataset.sample_indices``: 265,030 for 28,130 nuScenes-size
+    infos, 9.7 MB of list and int objects, 0.8 MB pickled). A forked worker
+    copies the pages of every int it reads (reading writes its reference
+    count), a spawn worker receives the list. This one reads as the list
+    did (``int`` items, ``len``, iteration, slices as lists, equality with
+    a list) from a shared read-only array: nothing copied under fork, a
+    file descriptor pickled under spawn.
+
+    Args:
+        values (Sequence[int]): The indices.
+    """
+
+    def __init__(self, values: Sequence[int]) -> None:
+        self._shared = SharedArrays([np.asarray(values, dtype=np.int64)])
+        (self._array, ) = self._shared.arrays
+
+    def __len__(self) -> int:
+        return len(self._array)
+
+    def __getitem__(self, index):
+        if isinstance(index, slice):
+            return self._array[index].tolist()
+        return int(self._array[operator.index(index)])
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self._array.tolist())
+
+    def __eq__(self, other) -> bool:
+        if isinstance(other, (SharedIndexList, list, tuple)):
+            return len(self) == len(other) and all(
+                a == b for a, b in zip(self, other))
+        return NotImplemented
+
+    def __repr__(self) -> str:
+        return f'SharedIndexList({len(self)} indices)'
+
+    def __reduce__(self):
+        return (SharedIndexList._from_shared, (self._shared, ))
+
+    @classmethod
+    def _from_shared(cls, shared: SharedArrays) -> 'SharedIndexList':
+        new = cls.__new__(cls)
+        new._shared = shared
+        (new._array, ) = shared.arrays
+        return new
+
+
+__all__ = ['SharedArrays', 'SharedIndexList', 'shared_memory_supported',
+           'sweep_stale_files']

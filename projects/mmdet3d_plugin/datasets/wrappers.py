@@ -2,12 +2,15 @@
 
 A wrapper holds one dataset as ``.dataset`` (``CBGSDataset``,
 ``RepeatDataset``, ``ClassBalancedDataset``) or several as ``.datasets``
-(``ConcatDataset``). These functions read built datasets;
-``config.data_root.unwrap_datasets`` walks the same nesting in a config's
-dataset dicts.
+(``ConcatDataset``). These functions read built datasets
+(:func:`share_index_lists` moves the wrappers' index lists into shared
+memory); ``config.data_root.unwrap_datasets`` walks the same nesting in a
+config's dataset dicts.
 """
 import itertools
-from typing import Any, Iterator, Set
+from typing import Any, Iterator, List, Set
+
+from .shared_infos import SharedIndexList, shared_memory_supported
 
 #: Names :func:`dataset_name` shows at most.
 MAX_NAMED = 4
@@ -59,3 +62,34 @@ def dataset_name(dataset: Any) -> str:
     """
     chain = itertools.islice(walk_datasets(dataset, concat=False), MAX_NAMED)
     return ' of '.join(type(each).__name__ for each in chain)
+
+
+#: Index lists of mmengine's and mmdet3d's dataset wrappers, by attribute.
+WRAPPER_INDEX_LISTS = ('sample_indices', 'repeat_indices')
+
+
+def share_index_lists(dataset) -> List[str]:
+    """Move the index lists of ``dataset``'s wrappers
+    (:data:`WRAPPER_INDEX_LISTS`: ``CBGSDataset``'s,
+    ``ClassBalancedDataset``'s) into shared memory
+    (:class:`SharedIndexList`), so DataLoader workers neither copy nor
+    receive them; nothing on systems without ``/proc``.
+
+    Args:
+        dataset: A built dataset, possibly wrapped, fully initialized or
+            not (lazy wrappers are left as they are).
+
+    Returns:
+        list[str]: What was moved, e.g. ``['CBGSDataset.sample_indices']``.
+    """
+    moved = []
+    if not shared_memory_supported():
+        return moved
+    for each in walk_datasets(dataset):
+        for name in WRAPPER_INDEX_LISTS:
+            values = vars(each).get(name)
+            if isinstance(values, list) and all(
+                    type(v) is int for v in values):
+                setattr(each, name, SharedIndexList(values))
+                moved.append(f'{type(each).__name__}.{name}')
+    return moved

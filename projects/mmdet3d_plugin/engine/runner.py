@@ -6,6 +6,8 @@ from mmengine.runner import Runner
 from mmdet3d.registry import RUNNERS
 
 from ..config.optim_wrapper import is_multi_wrapper, validate_optim_wrapper
+from ..datasets.heap import flat_heap_worker_init
+from ..datasets.wrappers import share_index_lists
 from .amp import (check_amp_supported, warn_accumulation_with_batchnorm,
                   warn_bf16_on_cpu)
 from .resume.accumulation_resume_hook import AccumulationResumeHook
@@ -46,7 +48,11 @@ class PluginRunner(Runner):
       accumulated through BatchNorm layers;
     - with ``accumulative_counts > 1`` an :class:`AccumulationResumeHook` is
       registered, so resuming inside an accumulation cycle is exact (in
-      single-process runs; distributed runs get a warning).
+      single-process runs; distributed runs get a warning);
+    - :meth:`build_dataloader` moves the index lists of dataset wrappers
+      (``CBGSDataset.sample_indices``) into shared memory
+      (:func:`share_index_lists`) before any worker starts, and its
+      workers keep their heap flat (:func:`flat_heap_worker_init`).
 
     :func:`projects.mmdet3d_plugin.load_config` selects it
     (``runner_type='PluginRunner'``); build it with mmdet3d's ``RUNNERS``.
@@ -63,6 +69,22 @@ class PluginRunner(Runner):
         if counts > 1 and not any(
                 isinstance(h, AccumulationResumeHook) for h in self.hooks):
             self.register_hook(AccumulationResumeHook(counts))
+
+    @staticmethod
+    def build_dataloader(dataloader, seed: Optional[int] = None,
+                         diff_rank_seed: bool = False):
+        """mmengine's ``build_dataloader``; then the dataset wrappers'
+        index lists are shared with the workers (a Python list of ints is
+        copied page by page into every forked worker that reads it, and
+        pickled to every spawn worker), and each worker's large arrays go
+        back to the system when freed (``datasets/heap.py``)."""
+        built = Runner.build_dataloader(dataloader, seed=seed,
+                                        diff_rank_seed=diff_rank_seed)
+        share_index_lists(built.dataset)
+        if built.num_workers > 0:
+            built.worker_init_fn = flat_heap_worker_init(
+                built.worker_init_fn)
+        return built
 
     def _single_wrapper_counts(self) -> int:
         """Accumulation count of a single optimizer wrapper, else 1."""

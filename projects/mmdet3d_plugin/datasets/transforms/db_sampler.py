@@ -13,7 +13,8 @@ from mmdet3d.structures.points import get_points_type
 from .points_io import points_like, read_into
 from .box_geometry import box_collision_rows
 from .load_points_from_file import FastLoadPointsFromFile
-from .packed_infos import pack_db_infos, release_freed_memory
+from ..heap import release_freed_memory
+from .packed_infos import pack_db_infos
 
 
 @TRANSFORMS.register_module()

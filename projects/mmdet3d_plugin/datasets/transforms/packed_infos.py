@@ -16,7 +16,6 @@ to the object's info (same keys in the same order, same types and values,
 arrays bit for bit): ``BatchSampler`` draws from it as from the list, and
 nothing it returns outlives the sample that drew it.
 """
-import ctypes
 import operator
 import pickle
 from collections.abc import Sequence
@@ -188,20 +187,6 @@ class PackedInfoList(Sequence):
         return (PackedInfoList, (self._keys, self._arrays, self._length))
 
 
-def release_freed_memory() -> bool:
-    """Give the pages that freed Python objects leave in the C heap back
-    to the system (glibc's ``malloc_trim``): packing frees a database of
-    dicts, whose holes the process would otherwise keep (on trainval's
-    database 240 MB held after packing, 150 MB after this). False where
-    the C library has no ``malloc_trim``."""
-    try:
-        trim = ctypes.CDLL(None).malloc_trim
-    except (AttributeError, OSError):
-        return False
-    trim(0)
-    return True
-
-
 def pack_db_infos(db_infos: Dict[str, list],
                   share: bool = True) -> Dict[str, PackedInfoList]:
     """``{class: PackedInfoList}`` of a GT database's ``{class: infos}``,
@@ -232,4 +217,4 @@ def pack_db_infos(db_infos: Dict[str, list],
     return result
 
 
-__all__ = ['PackedInfoList', 'pack_db_infos', 'release_freed_memory']
+__all__ = ['PackedInfoList', 'pack_db_infos']
