@@ -21,12 +21,13 @@ from typing import Optional
 import numpy as np
 import torch
 from mmengine.dist import get_rank
+from mmengine.evaluator import BaseMetric
 from mmengine.hooks import Hook
 from mmengine.model import BaseModel
 from torch import nn
 from torch.utils.data import Dataset
 
-from mmdet3d.registry import DATASETS, HOOKS, MODELS
+from mmdet3d.registry import DATASETS, HOOKS, METRICS, MODELS
 # Registers the fault hooks for the configs that import this module.
 from tests.helpers.fault_hooks import (FailAtIterHook, StopAfterHook)  # noqa: F401
 
@@ -154,3 +155,16 @@ class MarkFirstIterHook(Hook):
             self.done = True
             (Path(runner.work_dir) / 'first_iter.json').write_text(
                 json.dumps(dict(time=time.time(), iter=runner.iter + 1)))
+
+
+@METRICS.register_module()
+class FaultToyMetric(BaseMetric):
+    """Mean squared error of :class:`FaultToyModel`'s predictions, for
+    runs that validate the toy."""
+
+    def process(self, data_batch, data_samples) -> None:
+        for out, target in zip(data_samples, data_batch['targets']):
+            self.results.append(float((out - target).pow(2).mean()))
+
+    def compute_metrics(self, results: list) -> dict:
+        return dict(mse=sum(results) / max(len(results), 1))

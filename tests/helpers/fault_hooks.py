@@ -1,7 +1,8 @@
 """The fault hooks of the tests and benchmarks: one that fails chosen ranks
 at an iteration (:class:`FailAtIterHook`: raise, or a signal to the rank
 itself), one that stops training after N iterations
-(:class:`StopAfterHook`).
+(:class:`StopAfterHook`), one that makes the end of a process's
+DataLoader workers at exit deterministic (:class:`AwaitWorkersAtExitHook`).
 
 Training processes get them through ``custom_imports``: importing
 ``tests.helpers.fault_helpers`` (what :func:`~.toy_config.toy_config`
@@ -15,6 +16,7 @@ import signal
 import time
 from typing import Sequence, Union
 
+import psutil
 from mmengine.dist import get_rank
 from mmengine.hooks import Hook
 
@@ -157,3 +159,33 @@ class StopAfterHook(Hook):
         if self.exit_process:
             raise SystemExit(0)
         runner.train_loop.stop_training = True
+
+
+def _await_workers(deadline_s: float = 10.) -> None:
+    """Wait, up to ``deadline_s`` seconds, for every child process to have
+    ended, without reaping any (``waitid`` with ``WNOWAIT``)."""
+    end = time.monotonic() + deadline_s
+    for child in psutil.Process().children():
+        while time.monotonic() < end:
+            try:
+                if os.waitid(os.P_PID, child.pid, os.WEXITED | os.WNOHANG
+                             | os.WNOWAIT) is not None:
+                    break
+            except ChildProcessError:  # reaped already
+                break
+            time.sleep(0.01)
+
+
+@HOOKS.register_module()
+class AwaitWorkersAtExitHook(Hook):
+    """At interpreter exit, between ``PreemptionHook``'s exit function and
+    ``multiprocessing``'s, waits (up to 10 s) for the DataLoader workers
+    to end, without reaping them: a worker ended but not reaped by then is
+    seen by torch's SIGCHLD check whatever the timing (without the wait,
+    only when workers die in another order than ``multiprocessing`` joins
+    them). Registered when the hook is built, before the run's loops
+    (whose workers ``PreemptionHook`` prepares), so it runs after their
+    exit function."""
+
+    def __init__(self) -> None:
+        atexit.register(_await_workers)

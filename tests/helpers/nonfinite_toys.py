@@ -1,4 +1,5 @@
-"""Toys of the non-finite guard's tests: a dataset with one NaN sample, a
+"""Toys of the non-finite guard's tests: a dataset with one NaN sample
+(samples as dicts that carry their index, or as plain tensors), a
 regressor with a BatchNorm layer (whose running statistics a NaN forward
 poisons), a hook that makes a weight infinite and one that records the
 samples of each batch. Imported by the training processes through
@@ -41,6 +42,17 @@ class NaNToyDataset(Dataset):
         if index == self.nan_index:
             x[2] = float('nan')
         return dict(inputs=x, targets=target, index=int(index))
+
+
+@DATASETS.register_module()
+class PlainNaNToyDataset(NaNToyDataset):
+    """:class:`NaNToyDataset`'s samples as a plain ``torch`` dataset gives
+    them: a tuple of tensors ``(inputs, targets)``, nothing naming the
+    sample; the same arguments."""
+
+    def __getitem__(self, index: int) -> tuple:
+        sample = super().__getitem__(index)
+        return sample['inputs'], sample['targets']
 
 
 @MODELS.register_module()

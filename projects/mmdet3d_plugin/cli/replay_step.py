@@ -123,6 +123,7 @@ def replay_step(args) -> dict:
     found = dict(
         iteration=args.iteration, rank=rank,
         world_size=int(position['world_size']), checkpoint=str(checkpoint),
+        dataset_indices=[int(key) for key in keys],
         samples=batch_samples(batch, sample_tokens(loader.dataset)),
         loss_terms=terms, nonfinite_terms=nonfinite_terms(terms),
         nonfinite_inputs=bad_inputs, first_module=first)
@@ -137,6 +138,8 @@ def _print(found: dict, done: int, record: Optional[dict]) -> None:
     print(f'replay of iteration {found["iteration"]}, rank {found["rank"]} '
           f'of {found["world_size"]}, from {osp.basename(found["checkpoint"])}'
           f'{note}')
+    print('  dataset indices: ' + ', '.join(map(str,
+                                                found['dataset_indices'])))
     for sample in found['samples']:
         print('  sample ' + ', '.join(f'{k} {v}' for k, v in sample.items()))
     print('  loss terms: ' + ', '.join(
@@ -154,5 +157,7 @@ def _print(found: dict, done: int, record: Optional[dict]) -> None:
         mine = next((r for r in record['ranks']
                      if r['rank'] == found['rank']), None)
         same = (mine is not None and bad and mine['first_module'] ==
-                found['first_module'] and mine['samples'] == found['samples'])
+                found['first_module'] and mine['samples'] == found['samples']
+                and mine.get('dataset_indices') in (
+                    None, found['dataset_indices']))
         print(f'; the run skipped it: {"the same" if same else "differs"}')

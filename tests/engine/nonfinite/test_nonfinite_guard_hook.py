@@ -31,7 +31,7 @@ import pytest
 import torch
 
 from projects.mmdet3d_plugin.constants import FAILURE_REPORT_NAME
-from tests.helpers.toy_config import write_toy_config
+from tests.helpers.toy_config import toy_config, write_toy_config
 from tests.helpers.train_tool import (finish, fork_dist_train, fork_tool,
                                       fork_train)
 
@@ -46,6 +46,21 @@ def runs(tmp_path_factory):
         dataset=dict(type='NaNToyDataset', size=40, nan_index=7),
         max_epochs=3, ckpt_interval=5,
         custom_hooks=[dict(type='RecordIndicesHook')])
+    # The same runs with samples that name nothing (plain tensors), under
+    # the resumable loops and under mmengine's loop and DefaultSampler.
+    plain = {name: write_toy_config(
+        tmp / f'{name}.py', imports=TOYS, model=dict(type='BNToyModel'),
+        dataset=dict(type='PlainNaNToyDataset', size=40, nan_index=7),
+        max_epochs=3, ckpt_interval=5, **keys)
+        for name, keys in [('plain', {}),
+                           ('plain_mmengine', dict(exact_resume=False))]}
+    # mmengine's iteration-based loop and InfiniteSampler: the iterator
+    # starts with the loop, before any hook.
+    infinite = toy_config(
+        imports=TOYS, model=dict(type='BNToyModel'),
+        dataset=dict(type='NaNToyDataset', size=40, nan_index=7),
+        max_iters=30, ckpt_interval=None, exact_resume=False)
+    infinite['train_dataloader']['sampler']['type'] = 'InfiniteSampler'
     diverge = write_toy_config(tmp / 'diverge.py', imports=TOYS,
                                max_iters=60, ckpt_interval=1, num_workers=0,
                                lr=1e4)
@@ -55,6 +70,11 @@ def runs(tmp_path_factory):
         custom_hooks=[dict(type='PoisonWeightsHook', at_iter=5)])
     done = finish({
         'nan': fork_dist_train(nan, tmp / 'nan'),  # hook: skipped steps
+        # hook: the records' dataset indices
+        **{name: fork_dist_train(config, tmp / name)
+           for name, config in plain.items()},
+        'infinite': fork_train(write_toy_config(  # hook: the same
+            tmp / 'infinite.py', infinite), tmp / 'infinite'),
         # hook: the stop; its ranks' error files make the report
         'diverge': fork_dist_train(diverge, tmp / 'diverge',
                                    errors=tmp / 'diverge_logs'),
@@ -75,24 +95,35 @@ def _finite(path: Path) -> bool:
     return all(bool(torch.isfinite(t.float()).all()) for t in tensors)
 
 
+def _batches(work: Path) -> dict:
+    """``{(iteration, rank): the batch's sample indices}`` that
+    ``RecordIndicesHook`` wrote (from the samples' own ``index``)."""
+    batches = {}
+    for rank in (0, 1):
+        for line in (work / f'indices_rank{rank}.jsonl').read_text(
+                ).splitlines():
+            iteration, _, indices = json.loads(line)
+            batches[iteration, rank] = indices
+    return batches
+
+
 def test_exactly_the_steps_with_the_nan_sample_are_skipped(runs):
     tmp, done = runs
     out, code = done['nan']
     assert code == 0, out[-6000:]
     work = tmp / 'nan'
-    holding = {}  # iteration -> the rank whose batch held sample 7
-    for rank in (0, 1):
-        for line in (work / f'indices_rank{rank}.jsonl').read_text(
-                ).splitlines():
-            iteration, _, indices = json.loads(line)
-            if 7 in indices:
-                holding[iteration] = rank
+    batches = _batches(work)
+    # iteration -> the rank whose batch held sample 7
+    holding = {it: rank for (it, rank), idx in batches.items() if 7 in idx}
     assert len(holding) == 3  # once per epoch
     records = json.loads((work / 'nonfinite.json').read_text())
     assert [r['iteration'] for r in records] == sorted(holding)
     for record in records:
         [named] = record['ranks']
         assert named['rank'] == holding[record['iteration']]
+        # Named from the sampler's order, and by what the samples carry.
+        assert named['dataset_indices'] == batches[
+            record['iteration'], named['rank']]
         assert 7 in [s['index'] for s in named['samples']]
         assert named['nonfinite_terms'] == {'loss': 'nan'}
         assert named['first_module'] == 'fc1'
@@ -100,6 +131,46 @@ def test_exactly_the_steps_with_the_nan_sample_are_skipped(runs):
         assert (f'non-finite step: iteration {record["iteration"]} skipped '
                 'on every rank') in out
     assert _finite(work / 'iter_15.pth')  # BatchNorm statistics included
+
+
+@pytest.mark.parametrize('name', ['plain', 'plain_mmengine'])
+def test_a_plain_dataset_batch_is_named_by_its_indices(runs, name):
+    """Samples that are plain tensors: each record names the dataset
+    indices of the bad rank's batch, the ones the dict-sample run (the
+    same sampler seed and order) trained at that iteration on that
+    rank."""
+    tmp, done = runs
+    out, code = done[name]
+    assert code == 0, out[-6000:]
+    batches = _batches(tmp / 'nan')
+    records = json.loads((tmp / name / 'nonfinite.json').read_text())
+    assert len(records) == 3, records
+    for record in records:
+        [named] = record['ranks']
+        indices = named['dataset_indices']
+        assert 7 in indices and named['samples'] == []
+        assert indices == batches[record['iteration'], named['rank']]
+        assert (f'iteration {record["iteration"]} skipped on every rank '
+                f'(gradient norm nan); rank {named["rank"]}: loss=nan; '
+                f'dataset indices [{", ".join(map(str, indices))}]; '
+                'non-finite inputs: inputs; first non-finite module: fc1'
+                ) in out
+
+
+def test_the_first_pass_of_mmengines_iteration_loop_is_named(runs):
+    """``IterBasedTrainLoop`` starts its iterator before the hook can
+    follow it: the batch is made again from the sampler's stream, and
+    is the one the samples' own ``index`` names."""
+    tmp, done = runs
+    out, code = done['infinite']
+    assert code == 0, out[-6000:]
+    records = json.loads((tmp / 'infinite' / 'nonfinite.json').read_text())
+    assert len(records) >= 2, records
+    for record in records:
+        [named] = record['ranks']
+        assert 7 in named['dataset_indices']
+        assert named['dataset_indices'] == [s['index']
+                                            for s in named['samples']]
 
 
 def _replayed(work: Path, record: dict) -> str:
@@ -120,6 +191,8 @@ def test_replay_step_rebuilds_a_skipped_step(runs):
     [named] = record['ranks']
     assert (f'replay of iteration {record["iteration"]}, rank '
             f'{named["rank"]} of 2') in out, out[-3000:]
+    assert ('  dataset indices: ' + ', '.join(
+        map(str, named['dataset_indices'])) + '\n') in out
     assert '  sample index 7\n' in out
     assert '  loss terms: loss=nan' in out
     assert '  first non-finite module: fc1' in out

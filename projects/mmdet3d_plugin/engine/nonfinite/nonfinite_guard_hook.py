@@ -12,9 +12,11 @@ from mmengine.dist import all_gather_object, get_rank, get_world_size
 from mmengine.hooks import Hook
 from mmengine.model import is_model_wrapper
 from mmengine.optim import OptimWrapper
+from mmengine.runner import IterBasedTrainLoop
 
 from mmdet3d.registry import HOOKS
 from ...failures.exceptions import NonFiniteStepsError
+from .batch_indices import BatchIndices
 from .first_module import first_nonfinite_module
 from .guard import StepGuard
 from .records import (RECORDS_FILE, append_record, batch_samples, describe,
@@ -33,8 +35,10 @@ class NonFiniteGuardHook(Hook):
     before the iteration; the iteration count and the LR schedule go on.
     Each skipped step is one warning in the log and one entry of
     ``<work_dir>/nonfinite.json``: the iteration, the gradient norm, and
-    for the rank(s) whose loss was not finite the loss terms, the samples
-    of the batch (``sample_idx``, ``token``, ``lidar_path``), the model
+    for the rank(s) whose loss was not finite the loss terms, the dataset
+    indices of the batch (from the sampler's order:
+    :class:`~.batch_indices.BatchIndices`, whatever the samples hold), its
+    samples (``sample_idx``, ``token``, ``lidar_path``), the model
     inputs that were not finite and the first module whose output was not
     (the batch's forward run again with module hooks, only for a bad
     step). Under fp16 with a loss scaler
@@ -66,8 +70,24 @@ class NonFiniteGuardHook(Hook):
         self.skipped = 0
         self.guard: Optional[StepGuard] = None
         self._tokens: Optional[dict] = None
+        self._indices: Optional[BatchIndices] = None
+
+    def prepare_dataloader(self, loader) -> None:
+        """Follow the dataset indices of ``loader``'s batches
+        (:class:`~.batch_indices.BatchIndices`). The resumable train loops
+        call it when they build their loader, before its iterator starts;
+        for other loops ``before_train`` does.
+
+        Args:
+            loader (DataLoader): The train DataLoader.
+        """
+        self._indices = BatchIndices.install(loader)
 
     def before_train(self, runner) -> None:
+        if self._indices is None:
+            loader = getattr(runner.train_loop, 'dataloader', None)
+            if loader is not None:
+                self.prepare_dataloader(loader)
         wrapper = runner.optim_wrapper
         if not isinstance(wrapper, OptimWrapper):
             runner.logger.warning(
@@ -87,13 +107,19 @@ class NonFiniteGuardHook(Hook):
 
     def after_train_iter(self, runner, batch_idx, data_batch=None,
                          outputs=None) -> None:
+        indices = None if self._indices is None else self._indices.take()
         if self.guard is None or not self.guard.skipped:
             if self.guard is not None and self.guard.cycle_starts():
                 self.in_a_row = 0
             return
         self.in_a_row += 1
         self.skipped += 1
-        record = self._record(runner, data_batch, outputs)
+        if (indices is None and self._indices is not None
+                and isinstance(runner.train_loop, IterBasedTrainLoop)):
+            # The pass its iterator started when the loop was built: the
+            # loop's iteration is its batch number.
+            indices = self._indices.batch_of_pass(runner.iter)
+        record = self._record(runner, data_batch, outputs, indices)
         if get_rank() == 0:
             append_record(runner.work_dir, record)
         runner.logger.warning(describe(record))
@@ -106,7 +132,7 @@ class NonFiniteGuardHook(Hook):
                 f'the run stops. Each is in {runner.work_dir}/'
                 f'{RECORDS_FILE}; last: {describe(record)}')
 
-    def _record(self, runner, data_batch, outputs) -> dict:
+    def _record(self, runner, data_batch, outputs, indices) -> dict:
         """This step's record, the same on every rank (one gather: every
         rank skipped the same step)."""
         terms = loss_terms(outputs)
@@ -120,7 +146,7 @@ class NonFiniteGuardHook(Hook):
         if self._tokens is None:
             self._tokens = sample_tokens(runner.train_dataloader.dataset)
         mine = dict(rank=get_rank(), nonfinite_terms=bad_terms,
-                    loss_terms=terms,
+                    loss_terms=terms, dataset_indices=indices,
                     samples=batch_samples(data_batch, self._tokens),
                     nonfinite_inputs=bad_inputs, first_module=first)
         ranks = (all_gather_object(mine) if get_world_size() > 1 else

@@ -1,5 +1,8 @@
 """What a skipped step is recorded as: one line in the log, one entry of
-``<work_dir>/nonfinite.json``."""
+``<work_dir>/nonfinite.json``. Each rank's batch is named by its dataset
+indices (``dataset_indices``, from the sampler's order:
+``batch_indices.py``) and by what its samples carry (:func:`batch_samples`).
+"""
 import json
 import math
 import os.path as osp
@@ -80,10 +83,14 @@ def describe(record: dict) -> str:
         names = ', '.join(
             str(s.get('token') or s.get('index', s.get('sample_idx', '?')))
             for s in rank['samples'])
+        names = f'samples [{names}]; ' if names else ''
+        indices = rank.get('dataset_indices')
+        indices = '' if indices is None else (
+            f'dataset indices [{", ".join(map(str, indices))}]; ')
         module = rank['first_module'] or 'none in the forward'
         inputs = ', '.join(rank['nonfinite_inputs'])
         inputs = f'non-finite inputs: {inputs}; ' if inputs else ''
-        parts.append(f'rank {rank["rank"]}: {terms}; samples [{names}]; '
+        parts.append(f'rank {rank["rank"]}: {terms}; {indices}{names}'
                      f'{inputs}first non-finite module: {module}')
     action = record.get('action', 'skipped on every rank')
     return (f'non-finite step: iteration {record["iteration"]} {action} '

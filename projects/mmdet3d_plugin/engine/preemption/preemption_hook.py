@@ -43,14 +43,32 @@ def _ignore_then(signums: Sequence[int], init_fn: Optional[Callable],
 
 
 def _kill_workers_at_exit(before: frozenset) -> None:
-    """SIGKILL the daemon processes started since ``before`` (DataLoader
-    workers): they ignore SIGTERM, with which ``multiprocessing`` would
-    end them at interpreter exit before joining them (a join that would
-    never return). Registered after ``multiprocessing``'s exit function,
-    so it runs first."""
-    for child in multiprocessing.active_children():
-        if child.daemon and child.pid not in before:
-            child.kill()
+    """End the daemon processes started since ``before`` (DataLoader
+    workers) at interpreter exit, quietly.
+
+    They ignore SIGTERM, with which ``multiprocessing`` would end them
+    before joining them (a join that would never return), so they get
+    SIGKILL. Registered after ``multiprocessing``'s exit function, so it
+    runs first. SIGCHLD goes back to its default action first: torch's
+    handler (``torch/utils/data/_utils/signal_handling.py``) reports a
+    worker of a live iterator that ends by a signal as the loader's error
+    (``RuntimeError: DataLoader worker (pid N) is killed by signal:
+    Killed``), raised in whatever the main thread runs then (this function
+    or ``multiprocessing``'s exit function): a traceback after a run that
+    succeeded, or after a failed run's own error. At exit no loader reads
+    from its workers, so their end is no error (torch's own shutdown
+    likewise takes a worker's pid off that check before ending it). The
+    workers are joined, so ``multiprocessing`` finds none left.
+    """
+    workers = [child for child in multiprocessing.active_children()
+               if child.daemon and child.pid not in before]
+    if not workers:
+        return
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    for worker in workers:
+        worker.kill()
+    for worker in workers:
+        worker.join()
 
 
 def _signal_number(name) -> int:
@@ -83,11 +101,14 @@ class PreemptionHook(Hook):
     the run's ``AtomicCheckpointHook``: complete or absent, and
     ``last_checkpoint`` names it), the others wait for the file, and all
     exit with status 85. Nothing is lost: the checkpoint is of the last
-    iteration trained, at most one after the signal's. DataLoader workers
-    ignore the signals (Slurm signals every process of a step; a worker
-    that died of it would end the run first), so at interpreter exit they
-    are ended with SIGKILL, not multiprocessing's SIGTERM. A signal that
-    arrives during validation is acted on after it.
+    iteration trained, at most one after the signal's. The workers of the
+    train and val DataLoaders ignore the signals (Slurm signals every
+    process of a step; a worker that died of it would end the run first):
+    :meth:`prepare_dataloader`, before they start. At interpreter exit
+    they are ended with SIGKILL, not multiprocessing's SIGTERM, quietly:
+    a run that succeeded prints no traceback, and one that failed shows
+    its own error. A signal that arrives during validation is acted on
+    after it.
 
     ``tools/train.py`` adds it to every training run
     (``engine/run_defaults.py``; ``exact_resume = False`` leaves it out
@@ -119,23 +140,48 @@ class PreemptionHook(Hook):
         self._store = None
         self._stop_at: Optional[int] = None
         self._signal_name = ''
+        self._exit_registered = False
 
     def _on_signal(self, signum: int, _frame) -> None:
         if self.received is None:
             self.received = signum
 
+    def prepare_dataloader(self, loader) -> None:
+        """Make ``loader``'s DataLoader workers ignore the signals, and end
+        them with SIGKILL at interpreter exit (:func:`_kill_workers_at_exit`).
+
+        To be called before any of its workers starts: ``before_run`` calls
+        it for the train and val loaders, and the resumable train loops
+        call it when they build their loader (``IterBasedTrainLoop`` starts
+        its workers then, before any hook runs). A loader already prepared,
+        or without workers, is left as it is.
+
+        Args:
+            loader (DataLoader): A loader whose workers have not started.
+        """
+        init_fn = getattr(loader, 'worker_init_fn', None)
+        if getattr(loader, 'num_workers', 0) <= 0 or (
+                isinstance(init_fn, functools.partial)
+                and init_fn.func is _ignore_then):
+            return
+        if not self._exit_registered:
+            # Every worker of this run starts after this point.
+            atexit.register(_kill_workers_at_exit, frozenset(
+                p.pid for p in multiprocessing.active_children()))
+            self._exit_registered = True
+        loader.worker_init_fn = functools.partial(_ignore_then, self.signums,
+                                                  init_fn)
+
     def before_run(self, runner) -> None:
-        """Catch the signals; make the train workers ignore them."""
+        """Catch the signals; make the train and val workers ignore them."""
         if threading.current_thread() is threading.main_thread():
             for signum in self.signums:
                 self._previous[signum] = signal.signal(signum,
                                                        self._on_signal)
-        loader = getattr(runner.train_loop, 'dataloader', None)
-        if loader is not None and getattr(loader, 'num_workers', 0) > 0:
-            loader.worker_init_fn = functools.partial(
-                _ignore_then, self.signums, loader.worker_init_fn)
-            atexit.register(_kill_workers_at_exit, frozenset(
-                p.pid for p in multiprocessing.active_children()))
+        for loop in (runner.train_loop, runner.val_loop):
+            loader = getattr(loop, 'dataloader', None)
+            if loader is not None:
+                self.prepare_dataloader(loader)
         if is_distributed() and get_world_size() > 1:
             # The default group's store (private in torch 2.13); under
             # torchrun it is the attempt's own (compat.restart_store).

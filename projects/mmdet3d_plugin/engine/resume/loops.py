@@ -18,7 +18,9 @@ arguments and differ only in that:
 * checkpoints record the data position (:class:`DataPositionHook`), and a
   resumed run starts the sampler there: nothing skipped is loaded;
 * batch indices continue where the interrupted epoch was, so hooks that
-  count in-epoch batches (the logger, epoch ends) see the same numbers.
+  count in-epoch batches (the logger, epoch ends) see the same numbers;
+* hooks with a ``prepare_dataloader(loader)`` get the train DataLoader
+  before its iterator starts (``PreemptionHook``, ``NonFiniteGuardHook``).
 
 ``tools/train.py`` puts them in place of mmengine's
 (:func:`use_exact_resume`, a row of ``engine/run_defaults.py``).
@@ -118,6 +120,19 @@ def _seeded_dataloader(runner, dataloader, stream: bool, gt_draws: str):
         items = seed_samples(built.dataset, gt_draws)
         items.replacer = _sample_replacer(runner)
     return built
+
+
+def _prepare_dataloader(runner, dataloader):
+    """``dataloader``, given to the ``prepare_dataloader(loader)`` of each
+    hook that has one before the loop is built, as ``IterBasedTrainLoop``
+    starts its iterator then, before any hook runs (``PreemptionHook``:
+    the workers ignore the preemption signals; ``NonFiniteGuardHook``:
+    the batches' dataset indices are followed from the first)."""
+    for hook in runner.hooks:
+        prepare = getattr(hook, 'prepare_dataloader', None)
+        if callable(prepare):
+            prepare(dataloader)
+    return dataloader
 
 
 def _sample_replacer(runner):
@@ -227,8 +242,8 @@ class ResumableEpochBasedTrainLoop(_ResumableLoop, EpochBasedTrainLoop):
     def __init__(self, runner, dataloader, *args,
                  gt_draws: str = 'per_sample', **kwargs) -> None:
         super().__init__(
-            runner, _seeded_dataloader(runner, dataloader, False, gt_draws),
-            *args, **kwargs)
+            runner, _prepare_dataloader(runner, _seeded_dataloader(
+                runner, dataloader, False, gt_draws)), *args, **kwargs)
         self._init_position(stream=False)
         self._replayed = False
 
@@ -273,8 +288,9 @@ class ResumableIterBasedTrainLoop(_ResumableLoop, IterBasedTrainLoop):
     """``IterBasedTrainLoop`` that resumes without loading the batches it
     skips (see the module docstring); the same arguments.
 
-    The dataloader's iterator is made when training starts, once the
-    resume position is known, not when the loop is built. A
+    The dataloader's iterator is made again when training starts, once
+    the resume position is known (mmengine's ``__init__`` makes one when
+    the loop is built, and its workers start then). A
     ``DefaultSampler`` becomes a never-ending ``ResumableSampler``: the
     passes over the data follow one another as before (each reshuffled),
     without mmengine restarting the DataLoader (and its 2 s pause) at each.
@@ -284,8 +300,8 @@ class ResumableIterBasedTrainLoop(_ResumableLoop, IterBasedTrainLoop):
     def __init__(self, runner, dataloader, *args,
                  gt_draws: str = 'per_sample', **kwargs) -> None:
         super().__init__(
-            runner, _seeded_dataloader(runner, dataloader, True, gt_draws),
-            *args, **kwargs)
+            runner, _prepare_dataloader(runner, _seeded_dataloader(
+                runner, dataloader, True, gt_draws)), *args, **kwargs)
         self._init_position(stream=True)
 
     def run(self):
