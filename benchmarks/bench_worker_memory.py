@@ -82,7 +82,7 @@ def parse_args(argv=None):
     parser.add_argument('--objects', type=int, default=TRAINVAL_OBJECTS)
     parser.add_argument('--workers', type=int, default=4)
     parser.add_argument('--samples', type=int, default=1000)
-    parser.add_argument('--warmup', type=int, default=200,
+    parser.add_argument('--warmup', type=int, default=600,
                         help='samples (of --samples) before the steady '
                         'state whose growth is the target')
     parser.add_argument('--wrapper-infos', type=int, default=28130,

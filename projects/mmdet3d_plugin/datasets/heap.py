@@ -21,6 +21,7 @@ Both are no-ops where the C library lacks the functions (not glibc).
 """
 import ctypes
 import functools
+import gc
 from typing import Callable, Optional
 
 #: ``M_MMAP_THRESHOLD`` of glibc's ``mallopt``, and its initial value.
@@ -63,6 +64,10 @@ def fix_mmap_threshold() -> bool:
 
 def _fixed_then(init_fn: Optional[Callable], worker_id: int) -> None:
     fix_mmap_threshold()
+    # What the worker inherited is never traversed by the cyclic collector
+    # (each traversal writes to every object's header: under fork, a copy
+    # of every page holding one). O(1): the generations' lists are moved.
+    gc.freeze()
     if init_fn is not None:
         init_fn(worker_id)
 
