@@ -1,4 +1,5 @@
-"""Create mmdet3d 1.x info files with mmdet3d's own nuScenes converter.
+"""Create mmdet3d 1.x info files and GT database of a nuScenes root: the
+products of mmdet3d's own converter, in parallel and resumable.
 
 Same command line as mmdet3d's ``tools/create_data.py`` for nuScenes, for a
 dataset root anywhere (mmdet3d's version only works from a checkout whose
@@ -15,6 +16,13 @@ the same for the full dataset (the devkit's ``train`` / ``val`` scenes) and
 ``--version v1.0-test`` writes ``nuscenes_infos_test.pkl`` (no database);
 mmdet3d's ``--version v1.0`` is these two calls. A bad root or argument
 prints one ``error:`` line and exits 1 (``--debug`` shows the traceback).
+
+The work is split over ``--workers`` processes (default: the cores) in
+shards of ``--shard-size`` samples kept on disk as they finish
+(``<out-dir>/.create_data-<key>/``): a killed run, started again with the
+same arguments, redoes only the missing shards. The products equal
+mmdet3d's converter's (docs/data_preparation.md); ``--reference`` runs
+that converter itself instead (one process, nothing resumable).
 """
 import argparse
 import os.path as osp
@@ -43,21 +51,53 @@ def parse_args():
         action=argparse.BooleanOptionalAction,
         default=True,
         help='build the ground-truth database for ObjectSample (default)')
+    parser.add_argument(
+        '--workers',
+        type=int,
+        default=None,
+        help='worker processes (default: the cores this process may use)')
+    parser.add_argument(
+        '--shard-size',
+        type=int,
+        default=64,
+        help='samples per shard, the unit a restarted run redoes '
+        '(default: 64)')
+    parser.add_argument(
+        '--reference',
+        action='store_true',
+        help="run mmdet3d's own converter (one process) instead")
     add_debug_flag(parser)
-    return parser.parse_args()
+    args = parser.parse_args()
+    if args.workers is not None and args.workers < 1:
+        parser.error(f'--workers must be >= 1; got {args.workers}')
+    if args.shard_size < 1:
+        parser.error(f'--shard-size must be >= 1; got {args.shard_size}')
+    return args
 
 
 def create_data(args) -> int:
-    # mmdet3d's converter loads after the arguments.
-    from projects.mmdet3d_plugin.create_data.converter import \
-        create_nuscenes_infos
-    paths = create_nuscenes_infos(
-        args.root_path,
+    # The converters (torch, mmdet3d, the devkit) load after the arguments.
+    kwargs = dict(
         out_dir=args.out_dir,
         info_prefix=args.extra_tag,
         version=args.version,
         max_sweeps=args.max_sweeps,
-        gt_database=args.gt_database)
+        gt_database=args.gt_database,
+        timings={})
+    if args.reference:
+        from projects.mmdet3d_plugin.create_data.converter import \
+            run_mmdet3d_converter
+        paths = run_mmdet3d_converter(args.root_path, **kwargs)
+    else:
+        from projects.mmdet3d_plugin.create_data.prepare import \
+            create_nuscenes_infos
+        paths = create_nuscenes_infos(
+            args.root_path,
+            workers=args.workers,
+            shard_size=args.shard_size,
+            **kwargs)
+    from projects.mmdet3d_plugin.create_data.prepare import phase_summary
+    print(phase_summary(kwargs['timings']))
     for path in paths:
         print(f'Wrote {path}')
     return 0

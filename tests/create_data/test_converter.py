@@ -1,7 +1,7 @@
-"""mmdet3d's own nuScenes converter run on any root
-(``create_data.converter``), through ``tools/create_data.py`` in a process
-forked from this one (the converter is the subject, not the script's
-start-up), on the generated dataset."""
+"""``tools/create_data.py``'s preparation (``create_data.prepare``, whose
+products equal mmdet3d's converter's: tests/create_data/test_prepare.py),
+through the script in a process forked from this one (the preparation is
+the subject, not the script's start-up), on the generated dataset."""
 import pickle
 
 import numpy as np
@@ -13,7 +13,7 @@ from tests.helpers.train_tool import fork_tool
 
 def test_create_data_tool_writes_mmdet3d_infos(nus_synthetic, tmp_path):
     before = tree_digest(nus_synthetic, skip=())
-    tool = fork_tool(  # library: mmdet3d's converter, through the script
+    tool = fork_tool(  # library: the preparation, through the script
         'create_data', 'nuscenes', '--root-path', nus_synthetic,
         '--out-dir', tmp_path, '--extra-tag', 'nuscenes', '--version',
         'v1.0-mini', '--max-sweeps', '10', '--no-gt-database')
@@ -43,7 +43,7 @@ def test_create_data_tool_writes_mmdet3d_infos(nus_synthetic, tmp_path):
             assert all(inst['bbox_3d_isvalid'] for inst in info['instances'])
             assert not np.isnan([i['velocity']
                                  for i in info['instances']]).any()
-        # Same converter, same input: the fixture's infos are identical.
+        # Same preparation, same input: the fixture's infos are identical.
         assert (tmp_path / f'nuscenes_infos_{split}.pkl').read_bytes() == \
             (nus_synthetic / f'nuscenes_infos_{split}.pkl').read_bytes()
 

@@ -190,7 +190,7 @@ OVERRIDES = (
         reviewed={'python': '>=3.8,<3.14'}),
     Override(
         name='converter_by_path',
-        where='create_data/converter.py: create_nuscenes_infos',
+        where='create_data/converter.py: run_mmdet3d_converter',
         what="imports mmdet3d's converter scripts from the wheel by path "
         '(sys.modules) and runs them with a temporary working directory, '
         "since update_infos_to_v2 opens './data/nuscenes' whatever the root",

@@ -1,4 +1,5 @@
-"""Run mmdet3d's own nuScenes converter on any dataset root.
+"""Run mmdet3d's own nuScenes converter on any dataset root (the reference
+the parallel ``prepare`` is checked against: ``--reference``).
 
 mmdet3d 1.4.0 ships its converter scripts in the wheel
 (``mmdet3d/.mim/tools/dataset_converters``) but not as an importable package,
@@ -21,19 +22,22 @@ took 7 us instead of 49 us on a 2-core machine.
 import contextlib
 import importlib.util
 import os
-import shutil
 import sys
 import tempfile
+import time
 from pathlib import Path
 from types import ModuleType
-from typing import Iterator, List, Optional, Union
+from typing import Dict, Iterator, List, Optional, Union
 
+import mmengine
 from threadpoolctl import threadpool_limits
+
+from .shards import replace_path
 
 _CONVERTERS = ('nuscenes_converter', 'update_infos_to_v2',
                'create_gt_database')
-# The info files of each version, as mmdet3d's converter names them.
-_VERSION_SPLITS = {
+#: The info files of each version, as mmdet3d's converter names them.
+VERSION_SPLITS = {
     'v1.0-mini': ('train', 'val'),
     'v1.0-trainval': ('train', 'val'),
     'v1.0-test': ('test', ),
@@ -88,15 +92,15 @@ def info_paths(out_dir: Union[str, Path],
     ``v1.0-test`` has one info file (``<prefix>_infos_test.pkl``) and, as
     in mmdet3d, no ground-truth database.
     """
-    if version not in _VERSION_SPLITS:
+    if version not in VERSION_SPLITS:
         raise ValueError(f'create_nuscenes_infos: version must be one of '
-                         f'{tuple(_VERSION_SPLITS)}; got {version!r}.')
+                         f'{tuple(VERSION_SPLITS)}; got {version!r}.')
     out = Path(out_dir)
     paths = [
         out / f'{info_prefix}_infos_{split}.pkl'
-        for split in _VERSION_SPLITS[version]
+        for split in VERSION_SPLITS[version]
     ]
-    if gt_database and 'train' in _VERSION_SPLITS[version]:
+    if gt_database and 'train' in VERSION_SPLITS[version]:
         paths += [
             out / f'{info_prefix}_dbinfos_train.pkl',
             out / f'{info_prefix}_gt_database'
@@ -114,24 +118,28 @@ def _working_directory(path: Path) -> Iterator[None]:
         os.chdir(old)
 
 
-def _replace(src: Path, dst: Path) -> None:
-    """Move ``src`` onto ``dst`` atomically (a folder: nearly so)."""
-    if src.is_dir() and dst.exists():
-        trash = dst.with_name(f'.{dst.name}.old-{os.getpid()}')
-        os.rename(dst, trash)
-        os.rename(src, dst)
-        shutil.rmtree(trash, ignore_errors=True)
-    else:
-        os.replace(src, dst)
+def _compile_points_in_rbbox() -> None:
+    """Compile the numba loop of ``box_np_ops.points_in_rbbox`` for the
+    dtypes ``create_groundtruth_database`` gives it (so that the timed GT
+    phase holds no compiling, as ours holds none)."""
+    import numpy as np
+    from mmdet3d.structures.ops import box_np_ops
+    box_np_ops.points_in_rbbox(
+        np.zeros((2, 5), dtype=np.float32), np.ones((1, 9),
+                                                    dtype=np.float32))
 
 
-def create_nuscenes_infos(root_path: Union[str, Path],
+def run_mmdet3d_converter(root_path: Union[str, Path],
                           out_dir: Optional[Union[str, Path]] = None,
                           info_prefix: str = 'nuscenes',
                           version: str = 'v1.0-mini',
                           max_sweeps: int = 10,
-                          gt_database: bool = False) -> List[Path]:
-    """Create mmdet3d 1.x info files with mmdet3d's own converter.
+                          gt_database: bool = False,
+                          timings: Optional[Dict[str, float]] = None
+                          ) -> List[Path]:
+    """Create mmdet3d 1.x info files with mmdet3d's own converter
+    (``tools/create_data.py --reference``; the default is the parallel
+    :func:`.prepare.create_nuscenes_infos`, whose products equal these).
 
     Does what mmdet3d's ``tools/create_data.py nuscenes`` does for one
     version (``create_nuscenes_infos``, then ``update_pkl_infos`` for each
@@ -152,6 +160,9 @@ def create_nuscenes_infos(root_path: Union[str, Path],
         max_sweeps (int): Sweeps per key frame. Defaults to 10.
         gt_database (bool): Also build the ground-truth database used by
             ``ObjectSample``. Defaults to False.
+        timings (dict, optional): Filled with the seconds of the infos
+            (``infos_s``: converter and updater) and of the GT database
+            (``gt_s``) and their sample counts.
 
     Returns:
         list[Path]: The files written (see :func:`info_paths`).
@@ -182,22 +193,34 @@ def create_nuscenes_infos(root_path: Union[str, Path],
                 continue
             (work / entry.name).symlink_to(entry)
         data_root = './data/nuscenes'
+        timings = {} if timings is None else timings
         with _working_directory(Path(tmp)), \
                 threadpool_limits(limits=1, user_api='blas'):
+            start = time.perf_counter()
             converter.create_nuscenes_infos(
                 data_root, info_prefix, version=version, max_sweeps=max_sweeps)
-            for split in _VERSION_SPLITS[version]:
+            for split in VERSION_SPLITS[version]:
                 updater.update_pkl_infos(
                     'nuscenes',
                     out_dir=data_root,
                     pkl_path=f'{data_root}/{info_prefix}_infos_{split}.pkl')
-            if gt_database and 'train' in _VERSION_SPLITS[version]:
+            timings['infos_s'] = time.perf_counter() - start
+            timings['infos_samples'] = sum(
+                len(mmengine.load(work / f'{info_prefix}_infos_{split}.pkl')
+                    ['data_list']) for split in VERSION_SPLITS[version])
+            if gt_database and 'train' in VERSION_SPLITS[version]:
                 from mmengine.registry import init_default_scope
                 init_default_scope('mmdet3d')
                 gt_db = load_mmdet3d_converter('create_gt_database')
+                _compile_points_in_rbbox()  # start-up, not the phase
+                start = time.perf_counter()
                 gt_db.create_groundtruth_database(
                     'NuScenesDataset', data_root, info_prefix,
                     f'{info_prefix}_infos_train.pkl')
+                timings['gt_s'] = time.perf_counter() - start
+                timings['gt_samples'] = len(
+                    mmengine.load(work / f'{info_prefix}_infos_train.pkl')
+                    ['data_list'])
         for dst in wanted:
-            _replace(work / dst.name, dst)
+            replace_path(work / dst.name, dst)
     return wanted

@@ -30,8 +30,9 @@ tokens and annotations are those of the default, and only the points and
 ``num_lidar_pts`` differ.
 
 :func:`prepare_synthetic_nuscenes` generates the dataset when missing and
-runs mmdet3d's converter (:mod:`..create_data.converter`) when the info
-files are missing.
+runs ``tools/create_data.py``'s preparation (:mod:`..create_data.prepare`,
+whose products equal mmdet3d's converter's) when the info files are
+missing.
 """
 import contextlib
 import fcntl
@@ -47,7 +48,8 @@ from typing import Dict, Iterator, List, Optional, Sequence, Union
 import cv2
 import numpy as np
 
-from ..create_data.converter import create_nuscenes_infos, info_paths
+from ..create_data.converter import info_paths
+from ..create_data.prepare import create_nuscenes_infos
 from .render import (camera_calibrations, render_camera_image,
                      render_lidar_frame)
 from .scene import (CLASS_SPECS, LIDAR_TRANSLATION, LIDAR_YAW, Scene,

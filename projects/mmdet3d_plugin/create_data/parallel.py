@@ -1,0 +1,95 @@
+"""Run a phase's missing shards over worker processes, with one progress
+bar (samples/s and ETA: mmengine's ``ProgressBar``).
+
+The workers are forked after the phase's state is built (the devkit's
+tables, the infos, the imports, the compiled numba kernel), so they start
+in milliseconds and share it copy-on-write; each writes its shard itself
+(:class:`~.shards.ShardStore`) and returns only how many samples it did.
+A worker's error stops the phase and is raised in the parent, before any
+product is written. Workers die with the parent (``PR_SET_PDEATHSIG``),
+so a killed run leaves no process writing behind it.
+"""
+import ctypes
+import gc
+import multiprocessing
+import signal
+import sys
+import time
+from typing import Callable, List, Sequence, Tuple
+
+from mmengine.utils import ProgressBar
+
+_TASK: Callable[[int], int] = None
+
+
+def _die_with_parent() -> None:
+    try:
+        libc = ctypes.CDLL('libc.so.6', use_errno=True)
+        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
+def _run(index: int) -> int:
+    return _TASK(index)
+
+
+def run_shards(title: str, task: Callable[[int], int],
+               shards: Sequence[int], sizes: Sequence[int], workers: int,
+               total: int) -> float:
+    """Run ``task(shard)`` (which writes the shard and returns its sample
+    count) for each of ``shards``; ``sizes[i]`` is shard ``shards[i]``'s
+    sample count, ``total`` the phase's samples (for the resume line).
+
+    Returns:
+        float: The phase's wall time in seconds.
+    """
+    start = time.perf_counter()
+    todo = sum(sizes)
+    if todo < total:
+        print(f'{title}: {total - todo} of {total} samples done by an '
+              f'earlier run; {todo} to go in {len(shards)} shards')
+    else:
+        print(f'{title}: {total} samples in {len(shards)} shards, '
+              f'{workers} worker(s)')
+    sys.stdout.flush()
+    if not shards:
+        return 0.0
+    bar = ProgressBar(todo)
+    try:
+        _run_all(task, shards, workers, bar)
+    finally:
+        sys.stdout.write('\n')  # end the bar's line (before an error too)
+        sys.stdout.flush()
+    return time.perf_counter() - start
+
+
+def _run_all(task, shards, workers, bar) -> None:
+    """The shards in this process (one worker or one shard) or in a pool
+    of forked workers, the bar updated as each finishes."""
+    global _TASK
+    if workers <= 1 or len(shards) == 1:
+        for index in shards:
+            bar.update(task(index))
+    else:
+        _TASK = task
+        # The parent's objects (the devkit's tables, the infos) out of the
+        # collector's sight: a worker's collections would otherwise touch,
+        # and so copy, every page of them.
+        gc.freeze()
+        ctx = multiprocessing.get_context('fork')
+        with ctx.Pool(min(workers, len(shards)),
+                      initializer=_die_with_parent) as pool:
+            try:
+                for done in pool.imap_unordered(_run, shards):
+                    bar.update(done)
+            finally:
+                _TASK = None
+                gc.unfreeze()
+
+
+def pending(done: List[int], ranges: Sequence[Tuple[int, int]]):
+    """The shards not in ``done`` and their sizes."""
+    finished = set(done)
+    shards = [i for i in range(len(ranges)) if i not in finished]
+    return shards, [ranges[i][1] - ranges[i][0] for i in shards]

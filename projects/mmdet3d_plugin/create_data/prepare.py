@@ -1,0 +1,292 @@
+"""``tools/create_data.py``'s nuScenes preparation: mmdet3d's converter's
+products, computed in parallel shards and resumable.
+
+:func:`create_nuscenes_infos` writes what mmdet3d 1.4.0's ``tools/
+create_data.py nuscenes`` writes for one version (the v2 info files,
+``<prefix>_dbinfos_train.pkl`` and ``<prefix>_gt_database/``), equal to
+them (docs/data_preparation.md), in two phases over worker processes:
+
+1. infos: the devkit's tables read once, then each shard of samples (in
+   the tables' order) built by :class:`~.infos.SampleInfoBuilder`; the
+   shards merged into each split's list in the converter's order;
+2. GT database: each shard of train samples by
+   :func:`~.gt_database.sample_objects`, its files written into the work
+   folder; the shards' objects merged, ``group_id`` numbered across them.
+
+Each finished shard is on disk (:mod:`.shards`), so a killed run started
+again with the same arguments redoes only the shards it lacks. The
+products are written only at the end, each to a temporary name renamed
+into place; a bad file stops the run with its name and sample token before
+that, leaving earlier products as they were.
+"""
+import gc
+import os
+import pickle
+import shutil
+import time
+from pathlib import Path
+from typing import Dict, List, Optional, Set, Union
+
+import mmengine
+from threadpoolctl import threadpool_limits
+
+from .converter import VERSION_SPLITS, info_paths, load_mmdet3d_converter
+from .gt_database import compile_kernels, gt_database_dataset, sample_objects
+from .infos import CLASSES, SampleInfoBuilder
+from .parallel import pending, run_shards
+from .shards import ShardStore, replace_path, shard_ranges, work_key
+
+#: Samples per shard (both phases) unless told otherwise.
+DEFAULT_SHARD_SIZE = 64
+
+# The phase state the forked workers inherit.
+_STATE: dict = {}
+
+
+def split_scene_tokens(nusc, version: str):
+    """The train and val scene tokens as the converter picks them (a
+    scene of neither goes to val; ``v1.0-test``: its scenes as 'train')."""
+    from nuscenes.utils import splits
+    if version == 'v1.0-trainval':
+        train, val = splits.train, splits.val
+    elif version == 'v1.0-test':
+        train, val = splits.test, []
+    else:
+        train, val = splits.mini_train, splits.mini_val
+    by_name = {s['name']: s['token'] for s in nusc.scene}
+    return ({by_name[n] for n in train if n in by_name},
+            {by_name[n] for n in val if n in by_name})
+
+
+def _info_shard(index: int) -> int:
+    start, stop = _STATE['ranges'][index]
+    builder, samples = _STATE['builder'], _STATE['samples']
+    rows = []
+    for sample in samples[start:stop]:
+        split = _STATE['split_of'](sample)
+        if split is None:
+            rows.append(None)
+            continue
+        info, ignored = builder.build(sample)
+        rows.append((split, info, ignored))
+    _STATE['store'].write(index, rows)
+    return stop - start
+
+
+def _gt_shard(index: int) -> int:
+    start, stop = _STATE['ranges'][index]
+    infos = _STATE['train_infos']
+    objects = [
+        sample_objects(_STATE['dataset'], infos[i], i, _STATE['db_dir'],
+                       _STATE['info_prefix']) for i in range(start, stop)
+    ]
+    _STATE['store'].write(index, objects)
+    return stop - start
+
+
+def _infos_file(data_list: List[dict], last_ignored: Set[str],
+                version: str) -> dict:
+    """``update_nuscenes_infos``'s file: its categories take the ignored
+    classes of the split's last sample, as mmdet3d 1.4.0's do."""
+    categories = {k: i for i, k in enumerate(CLASSES)}
+    for name in last_ignored:
+        categories[name] = -1
+    metainfo = dict(
+        categories=categories,
+        dataset='nuscenes',
+        version=version,
+        info_version='1.1')
+    return dict(metainfo=metainfo, data_list=data_list)
+
+
+def phase_summary(timings: Dict[str, float]) -> str:
+    """One line with each phase's samples, seconds and samples/s (the
+    benchmark reads it)."""
+    parts = []
+    for phase, label in (('infos', 'infos'), ('gt', 'GT database')):
+        if f'{phase}_s' in timings:
+            n, sec = timings[f'{phase}_samples'], timings[f'{phase}_s']
+            rate = n / sec if sec > 0 else float('inf')
+            parts.append(f'{label} {n} samples in {sec:.2f} s '
+                         f'({rate:.1f} samples/s)')
+    return 'create_data: ' + '; '.join(parts)
+
+
+def create_nuscenes_infos(root_path: Union[str, Path],
+                          out_dir: Optional[Union[str, Path]] = None,
+                          info_prefix: str = 'nuscenes',
+                          version: str = 'v1.0-mini',
+                          max_sweeps: int = 10,
+                          gt_database: bool = False,
+                          workers: Optional[int] = None,
+                          shard_size: int = DEFAULT_SHARD_SIZE,
+                          timings: Optional[Dict[str, float]] = None
+                          ) -> List[Path]:
+    """Create the info files (and the GT database) of a nuScenes root.
+
+    Args:
+        root_path (str | Path): Dataset root holding ``<version>/*.json``,
+            ``samples/``, ``sweeps/`` and ``maps/``.
+        out_dir (str | Path, optional): Where the products go. Defaults to
+            ``root_path``.
+        info_prefix (str): File name prefix. Defaults to ``'nuscenes'``.
+        version (str): ``'v1.0-mini'``, ``'v1.0-trainval'`` or
+            ``'v1.0-test'`` (no GT database). Defaults to ``'v1.0-mini'``.
+        max_sweeps (int): Sweeps per key frame. Defaults to 10.
+        gt_database (bool): Also build the GT database for
+            ``ObjectSample``. Defaults to False.
+        workers (int, optional): Worker processes. Defaults to the cores
+            this process may use.
+        shard_size (int): Samples per shard. Defaults to 64.
+        timings (dict, optional): Filled with each phase's samples and
+            seconds: ``infos_samples``, ``infos_s`` (reading the tables,
+            the shards, merging them, writing the info files; the first
+            and the last also as ``tables_s``, ``infos_write_s``),
+            ``gt_samples``, ``gt_s`` (the shards, merging them, writing
+            the dbinfos and moving the folder into place).
+
+    Returns:
+        list[Path]: The products (see :func:`.converter.info_paths`).
+    """
+    wanted = info_paths(
+        out_dir or root_path, version, info_prefix, gt_database=gt_database)
+    if not isinstance(max_sweeps, int) or max_sweeps < 0:
+        raise ValueError('create_nuscenes_infos: max_sweeps must be an int '
+                         f'>= 0; got {max_sweeps!r}.')
+    root = Path(root_path).resolve()
+    if not (root / version).is_dir():
+        raise FileNotFoundError(
+            f'create_nuscenes_infos: no table folder {root / version}; '
+            'point root_path at a nuScenes root (or create one with '
+            'tools/create_synthetic_nuscenes.py).')
+    workers = workers or len(os.sched_getaffinity(0))
+    timings = {} if timings is None else timings
+    # One BLAS thread, as for mmdet3d's converter: the per-record 3x3
+    # inversions and small products wait on OpenBLAS's threads otherwise
+    # (milliseconds each on a busy machine); the workers inherit it.
+    with threadpool_limits(limits=1, user_api='blas'):
+        _prepare(root, Path(out_dir or root).resolve(), info_prefix, version,
+                 max_sweeps, gt_database, workers, shard_size, timings)
+    return wanted
+
+
+def _prepare(root: Path, out: Path, info_prefix: str, version: str,
+             max_sweeps: int, gt_database: bool, workers: int,
+             shard_size: int, timings: Dict[str, float]) -> None:
+    """The two phases and the products (see :func:`create_nuscenes_infos`).
+    """
+    from nuscenes.nuscenes import NuScenes
+    out.mkdir(parents=True, exist_ok=True)
+    gt_database = gt_database and 'train' in VERSION_SPLITS[version]
+    work = out / ('.create_data-' + work_key(
+        str(root), version, info_prefix, max_sweeps, gt_database,
+        shard_size))
+    splits = VERSION_SPLITS[version]
+    test = version == 'v1.0-test'
+
+    # the converter's modules (mmdet3d.datasets with them) load before the
+    # phases are timed: start-up, not per-sample work
+    load_mmdet3d_converter('update_infos_to_v2')
+
+    # Phase 1: infos.
+    t_infos = time.perf_counter()
+    nusc = NuScenes(version=version, dataroot=str(root), verbose=False)
+    train_scenes, _ = split_scene_tokens(nusc, version)
+    timings['tables_s'] = time.perf_counter() - t_infos
+
+    def split_of(sample):
+        if sample['scene_token'] in train_scenes:
+            return splits[0]
+        return None if test else 'val'
+
+    ranges = shard_ranges(len(nusc.sample), shard_size)
+    store = ShardStore(work / 'infos')
+    _STATE.update(
+        builder=SampleInfoBuilder(nusc, test, max_sweeps),
+        samples=nusc.sample,
+        split_of=split_of,
+        ranges=ranges,
+        store=store)
+    try:
+        shards, sizes = pending(store.done(len(ranges)), ranges)
+        timings['infos_samples'] = len(nusc.sample)
+        timings['infos_shards_s'] = run_shards(
+            'infos', _info_shard, shards, sizes, workers, len(nusc.sample))
+    finally:
+        _STATE.clear()
+    del nusc
+
+    t0 = time.perf_counter()
+    lists = {split: [] for split in splits}
+    last_ignored = {split: set() for split in splits}
+    gc.disable()  # many new objects, none garbage: no collections
+    try:
+        for rows in store.read_all(len(ranges)):
+            for row in rows:
+                if row is None:
+                    continue
+                split, info, ignored = row
+                info['sample_idx'] = len(lists[split])
+                lists[split].append(info)
+                last_ignored[split] = ignored
+    finally:
+        gc.enable()
+    timings['infos_merge_s'] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    staged = []
+    for split in splits:
+        path = out / f'{info_prefix}_infos_{split}.pkl'
+        mmengine.dump(
+            _infos_file(lists[split], last_ignored[split], version),
+            str(work / path.name), 'pkl')
+        staged.append((work / path.name, path))
+    timings['infos_write_s'] = time.perf_counter() - t0
+    timings['infos_s'] = time.perf_counter() - t_infos
+
+    # Phase 2: the GT database of the train split.
+    if gt_database:
+        # once, before forking (start-up: not counted in the phase)
+        compile_kernels()
+        dataset = gt_database_dataset(
+            str(root), str(out / f'{info_prefix}_infos_train.pkl'))
+        t_gt = time.perf_counter()
+        db_dir = work / 'gt' / 'database'
+        db_dir.mkdir(parents=True, exist_ok=True)
+        train_infos = lists['train']
+        ranges = shard_ranges(len(train_infos), shard_size)
+        store_gt = ShardStore(work / 'gt')
+        _STATE.update(
+            dataset=dataset,
+            train_infos=train_infos,
+            ranges=ranges,
+            store=store_gt,
+            db_dir=str(db_dir),
+            info_prefix=info_prefix)
+        try:
+            shards, sizes = pending(store_gt.done(len(ranges)), ranges)
+            timings['gt_samples'] = len(train_infos)
+            timings['gt_shards_s'] = run_shards(
+                'GT database', _gt_shard, shards, sizes, workers,
+                len(train_infos))
+        finally:
+            _STATE.clear()
+        all_db_infos: Dict[str, list] = {}
+        group_counter = 0
+        for shard in store_gt.read_all(len(ranges)):
+            for objects in shard:
+                for name, db_info in objects:
+                    db_info['group_id'] += group_counter
+                    all_db_infos.setdefault(name, []).append(db_info)
+                group_counter += len(objects)
+        with open(work / f'{info_prefix}_dbinfos_train.pkl', 'wb') as f:
+            pickle.dump(all_db_infos, f)
+
+    # The products, each complete, renamed into place.
+    for tmp, path in staged:
+        replace_path(tmp, path)
+    if gt_database:
+        replace_path(work / f'{info_prefix}_dbinfos_train.pkl',
+                     out / f'{info_prefix}_dbinfos_train.pkl')
+        replace_path(db_dir, out / f'{info_prefix}_gt_database')
+        timings['gt_s'] = time.perf_counter() - t_gt
+    shutil.rmtree(work, ignore_errors=True)
