@@ -267,8 +267,8 @@ FAULTS = [
     ('NaN in the data', dict(pipeline="dict(type='DoctorNaNTransform'), "),
      {}, 'model.train', 'fail', 'non-finite step: iteration 1 found by the '
      'doctor (training here is not guarded) (gradient norm not read); rank '
-     '0: loss=nan; samples '
-     '[]; non-finite inputs: inputs; first non-finite module: stem',
+     '0: loss=nan; non-finite inputs: inputs; first non-finite module: '
+     'stem',
      'NonFiniteGuardHook skips such steps'),
 ]
 
