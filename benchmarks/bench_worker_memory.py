@@ -88,7 +88,7 @@ def parse_args(argv=None):
     parser.add_argument('--wrapper-infos', type=int, default=28130,
                         help='infos under CBGSDataset for its index list '
                         '(0: skip)')
-    parser.add_argument('--check-samples', type=int, default=24,
+    parser.add_argument('--check-samples', type=int, default=60,
                         help='samples compared across the variants')
     parser.add_argument('--variants', nargs='+', default=list(VARIANTS),
                         choices=VARIANTS)
@@ -335,13 +335,16 @@ def run_check(args):
         datasets[variant] = _build(configs[variant][1])
     first = args.variants[0]
     mismatches, objects = [], 0
+    cpu = {variant: [] for variant in datasets}  # ms a sample, this process
     length = len(datasets[first])
     for step in range(args.check_samples):
         index = (step * 7919) % length
         outputs = {}
         for variant, dataset in datasets.items():
             seed_all(1000 + step)
+            start = time.process_time()
             sample = dataset[index]
+            cpu[variant].append((time.process_time() - start) * 1000)
             outputs[variant] = (sample, rng_state())
         reference, state = outputs[first]
         objects += len(reference['data_samples'].gt_instances_3d)
@@ -354,6 +357,8 @@ def run_check(args):
     with open(args.child_out, 'w') as f:
         json.dump(dict(samples=args.check_samples, variants=args.variants,
                        gt_boxes=objects, mismatches=mismatches,
+                       cpu_ms_median={v: sorted(t)[len(t) // 2]
+                                      for v, t in cpu.items()},
                        cbgs=_cbgs_indices(args)), f, indent=2)
     return 0
 
@@ -457,6 +462,10 @@ def format_table(results, check, args):
             f'list of ints, pickled {cbgs["list_pickled_bytes"]:,} B; '
             f'shared: pickled {cbgs["shared_pickled_bytes"]:,} B')
     if check is not None:
+        lines.append('CPU ms a sample in one process, the variants in turn '
+                     '(median): ' + ', '.join(
+                         f'{v} {ms:.1f}'
+                         for v, ms in check['cpu_ms_median'].items()))
         lines.append(
             f'identical samples ({", ".join(check["variants"])}): '
             f'{check["samples"]} samples, {check["gt_boxes"]} boxes, '
@@ -491,6 +500,14 @@ def check_targets(results, check, args):
     if check is not None:
         checks.append(('identical samples', len(check['mismatches']),
                        not check['mismatches']))
+        cpu = check['cpu_ms_median']
+        for other in ('stock', 'fast'):
+            if other in cpu and 'ours' in cpu:
+                # The same samples in one process: what the machine's
+                # other load does not change; 5% for timer noise.
+                checks.append((f'CPU a sample <= {other}\'s',
+                               f'{cpu["ours"]:.1f} vs {cpu[other]:.1f} ms',
+                               cpu['ours'] <= 1.05 * cpu[other]))
     return checks
 
 

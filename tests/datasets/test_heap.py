@@ -1,8 +1,11 @@
 """DataLoader workers of the plugin's runner give large arrays back to
-the system when they are freed (``datasets/heap.py``): a forked worker
-that allocates and frees a 16 MB array per sample ends as it started,
-where a worker of a plain DataLoader keeps the heap it grew."""
+the system when they are freed (``datasets/heap.py``): a worker that
+allocates and frees a 16 MB array per sample ends as it started, where a
+worker of a plain DataLoader keeps the heap it grew. Spawn workers
+(fresh interpreters: marker ``launch``): a forked worker's heap is its
+parent's, whose free chunks, of any size, serve the first arrays."""
 import numpy as np
+import pytest
 from mmengine.dataset import pseudo_collate
 from torch.utils.data import DataLoader, Dataset
 
@@ -46,14 +49,17 @@ def held_after_samples(loader) -> int:
     return max(b['after'][0] for b in batches) - batches[0]['before'][0]
 
 
+@pytest.mark.launch  # spawn workers: fresh interpreters
 def test_runner_workers_give_large_arrays_back():
     loader = PluginRunner.build_dataloader(dict(
         dataset=FreesLargeArrays(), batch_size=1, num_workers=1,
+        multiprocessing_context='spawn',
         collate_fn=dict(type='pseudo_collate'),
         sampler=dict(type='DefaultSampler', shuffle=False)))
     assert held_after_samples(loader) < ARRAY_BYTES // 4
     # The same worker without the fixed threshold keeps the array's pages.
     plain = DataLoader(FreesLargeArrays(), batch_size=1, num_workers=1,
+                       multiprocessing_context='spawn',
                        collate_fn=pseudo_collate)
     assert held_after_samples(plain) > ARRAY_BYTES // 2
 

@@ -13,9 +13,10 @@ memory a process holds for nothing:
   sum it reached: the worker's private memory rises and falls with the
   largest samples seen (+25 MB over 600 samples of the pillar02 pipeline
   here). :func:`flat_heap_worker_init` fixes the threshold in each worker
-  (``mallopt(M_MMAP_THRESHOLD, 128 KiB)``): large arrays are mapped and
-  given back every time, and the worker's memory stays flat after its
-  first samples;
+  (``mallopt(M_MMAP_THRESHOLD, 128 KiB)``): large arrays that no free
+  chunk of the heap holds are mapped and given back every time, and the
+  worker's memory stays flat after its first samples (a forked worker's
+  heap is its parent's: its free chunks serve the first arrays);
 - a worker's cyclic garbage collector traverses every container it holds,
   writing to each one's header: under fork (and forkserver) that copies
   every inherited page holding one. The same ``worker_init_fn`` freezes
