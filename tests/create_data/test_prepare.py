@@ -29,7 +29,8 @@ SAMPLES_PER_SCENE = 3  # 30 samples, 24 of them train
 @pytest.fixture(scope='module')
 def root(tmp_path_factory) -> Path:
     """A small generated root with our products in it (two workers,
-    shards of four samples)."""
+    shards of four samples; in this process under pytest-xdist, whose
+    worker runs a thread: ``parallel.py``)."""
     path = tmp_path_factory.mktemp('create_data') / 'nus'
     generate_synthetic_nuscenes(
         path, seed=3,

@@ -14,6 +14,7 @@ import gc
 import multiprocessing
 import signal
 import sys
+import threading
 import time
 from typing import Callable, List, Sequence, Tuple
 
@@ -68,6 +69,14 @@ def _run_all(task, shards, workers, bar) -> None:
     """The shards in this process (one worker or one shard) or in a pool
     of forked workers, the bar updated as each finishes."""
     global _TASK
+    if workers > 1 and threading.active_count() > 1:
+        # CPython 3.11 before 3.11.10 (gh-112275): a child forked while
+        # another thread runs can deadlock right after fork().
+        print(f'create_data: this process runs {threading.active_count()} '
+              'threads (a test runner, a library caller); forking workers '
+              'could deadlock (CPython gh-112275), so the shards run in '
+              'this process; run tools/create_data.py for --workers')
+        workers = 1
     if workers <= 1 or len(shards) == 1:
         for index in shards:
             bar.update(task(index))
