@@ -65,14 +65,22 @@ def run_shards(title: str, task: Callable[[int], int],
     return time.perf_counter() - start
 
 
+def _thread_count() -> int:
+    """This process's Python threads, those started outside ``threading``
+    too (pytest-xdist's execnet starts its own with ``_thread``); native
+    ones (OpenMP, BLAS) hold no interpreter lock and do not count."""
+    return max(len(sys._current_frames()), threading.active_count())
+
+
 def _run_all(task, shards, workers, bar) -> None:
     """The shards in this process (one worker or one shard) or in a pool
     of forked workers, the bar updated as each finishes."""
     global _TASK
-    if workers > 1 and threading.active_count() > 1:
+    threads = _thread_count()
+    if workers > 1 and threads > 1:
         # CPython 3.11 before 3.11.10 (gh-112275): a child forked while
         # another thread runs can deadlock right after fork().
-        print(f'create_data: this process runs {threading.active_count()} '
+        print(f'create_data: this process runs {threads} '
               'threads (a test runner, a library caller); forking workers '
               'could deadlock (CPython gh-112275), so the shards run in '
               'this process; run tools/create_data.py for --workers')
