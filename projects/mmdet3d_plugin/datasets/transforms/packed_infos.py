@@ -156,15 +156,6 @@ class PackedInfoList(Sequence):
         return {key: _read(kind, arrays, i)
                 for key, kind, arrays in self._columns}
 
-    def column(self, key: str) -> np.ndarray:
-        """The stacked values of ``key`` (a read-only array) where they are
-        numbers, numpy scalars or arrays of one dtype and shape."""
-        for name, kind, arrays in self._columns:
-            if name == key and kind in (_INT, _FLOAT, _BOOL, _SCALAR,
-                                        _ARRAY):
-                return arrays[0]
-        raise KeyError(f'PackedInfoList: no numeric column {key!r}')
-
     @property
     def nbytes(self) -> int:
         """Bytes of the arrays that hold the infos."""
