@@ -129,6 +129,21 @@ def _compile_points_in_rbbox() -> None:
                                                     dtype=np.float32))
 
 
+def checked_root(root_path, version: str, max_sweeps) -> Path:
+    """The dataset root, resolved, once ``max_sweeps`` is an int >= 0 and
+    the root holds the ``version`` table folder (both tools' check)."""
+    if not isinstance(max_sweeps, int) or max_sweeps < 0:
+        raise ValueError('create_nuscenes_infos: max_sweeps must be an int '
+                         f'>= 0; got {max_sweeps!r}.')
+    root = Path(root_path).resolve()
+    if not (root / version).is_dir():
+        raise FileNotFoundError(
+            f'create_nuscenes_infos: no table folder {root / version}; '
+            'point root_path at a nuScenes root (or create one with '
+            'tools/create_synthetic_nuscenes.py).')
+    return root
+
+
 def run_mmdet3d_converter(root_path: Union[str, Path],
                           out_dir: Optional[Union[str, Path]] = None,
                           info_prefix: str = 'nuscenes',
@@ -169,15 +184,7 @@ def run_mmdet3d_converter(root_path: Union[str, Path],
     """
     wanted = info_paths(
         out_dir or root_path, version, info_prefix, gt_database=gt_database)
-    if not isinstance(max_sweeps, int) or max_sweeps < 0:
-        raise ValueError('create_nuscenes_infos: max_sweeps must be an int '
-                         f'>= 0; got {max_sweeps!r}.')
-    root = Path(root_path).resolve()
-    if not (root / version).is_dir():
-        raise FileNotFoundError(
-            f'create_nuscenes_infos: no table folder {root / version}; '
-            'point root_path at a nuScenes root (or create one with '
-            'tools/create_synthetic_nuscenes.py).')
+    root = checked_root(root_path, version, max_sweeps)
     out = Path(out_dir or root).resolve()
     out.mkdir(parents=True, exist_ok=True)
 

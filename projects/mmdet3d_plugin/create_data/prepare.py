@@ -30,7 +30,8 @@ from typing import Dict, List, Optional, Set, Union
 import mmengine
 from threadpoolctl import threadpool_limits
 
-from .converter import VERSION_SPLITS, info_paths, load_mmdet3d_converter
+from .converter import (VERSION_SPLITS, checked_root, info_paths,
+                        load_mmdet3d_converter)
 from .gt_database import compile_kernels, gt_database_dataset, sample_objects
 from .infos import CLASSES, SampleInfoBuilder
 from .parallel import pending, run_shards
@@ -150,15 +151,7 @@ def create_nuscenes_infos(root_path: Union[str, Path],
     """
     wanted = info_paths(
         out_dir or root_path, version, info_prefix, gt_database=gt_database)
-    if not isinstance(max_sweeps, int) or max_sweeps < 0:
-        raise ValueError('create_nuscenes_infos: max_sweeps must be an int '
-                         f'>= 0; got {max_sweeps!r}.')
-    root = Path(root_path).resolve()
-    if not (root / version).is_dir():
-        raise FileNotFoundError(
-            f'create_nuscenes_infos: no table folder {root / version}; '
-            'point root_path at a nuScenes root (or create one with '
-            'tools/create_synthetic_nuscenes.py).')
+    root = checked_root(root_path, version, max_sweeps)
     workers = workers or len(os.sched_getaffinity(0))
     timings = {} if timings is None else timings
     # One BLAS thread, as for mmdet3d's converter: the per-record 3x3
