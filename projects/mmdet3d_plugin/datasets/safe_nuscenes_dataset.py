@@ -5,6 +5,7 @@ from mmdet3d.registry import DATASETS
 from ..compat.nuscenes_class_names import PicklableDetectionConfig
 from ..pickling.state import PicklableStateMixin
 from .forkserver import setup_forkserver_preload
+from .heap import release_freed_memory, run_in_own_arena
 from .info_checks import (check_classes, check_data_files, data_prefix_errors,
                           info_file_errors, sample_file_errors)
 from .shared_infos import SharedArrays, shared_memory_supported
@@ -30,6 +31,11 @@ class SafeNuScenesDataset(PicklableStateMixin, NuScenesDataset):
       forkserver workers map them instead of receiving a copy: the bytes
       pickled per worker do not grow with the number of infos (see
       :class:`SharedArrays`). Under fork nothing changes;
+    * loads its infos in an arena of their own
+      (:func:`.heap.run_in_own_arena`):
+      the transient dicts leave no holes in the heap that forked workers
+      allocate from (a forked process grew by 182 MB filling them after
+      28,130 infos were loaded in the main heap; 1 MB this way);
     * adds torch, mmengine, mmdet3d and this plugin to the forkserver's
       preload list (:func:`setup_forkserver_preload`), so forkserver
       workers start without importing them again;
@@ -76,6 +82,12 @@ class SafeNuScenesDataset(PicklableStateMixin, NuScenesDataset):
             # False, so __getitem__ of a lazily built dataset raises
             # AttributeError.
             self.show_ins_var = kwargs.get('show_ins_var', False)
+
+    def full_init(self) -> None:
+        if self._fully_initialized:
+            return
+        run_in_own_arena(super().full_init)
+        release_freed_memory()  # the infos' dicts, once serialized
 
     def load_data_list(self) -> list:
         name = type(self).__name__

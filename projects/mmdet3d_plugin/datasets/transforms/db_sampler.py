@@ -13,7 +13,7 @@ from mmdet3d.structures.points import get_points_type
 from .points_io import points_like, read_into
 from .box_geometry import box_collision_rows
 from .load_points_from_file import FastLoadPointsFromFile
-from ..heap import release_freed_memory
+from ..heap import release_freed_memory, run_in_own_arena
 from .packed_infos import pack_db_infos
 
 
@@ -51,21 +51,30 @@ class FastDataBaseSampler(DataBaseSampler):
     """
 
     def __init__(self, *args, share_infos: bool = True, **kwargs) -> None:
-        before = np.random.get_state()  # stock's class samplers shuffle
-        super().__init__(*args, **kwargs)
         self.share_infos = share_infos
         if share_infos:
-            # Stock's class samplers keep their shuffled order; only their
-            # lists change, and their order pickles as its recipe.
-            self.db_infos = pack_db_infos(self.db_infos)
-            self.group_db_infos = self.db_infos
-            recipes = _shuffle_recipes(before, self.sampler_dict)
-            for name, sampler in list(self.sampler_dict.items()):
-                sampler._sampled_list = self.db_infos[name]
-                if recipes is not None:
-                    self.sampler_dict[name] = RecipeClassSampler.like(
-                        sampler, recipes[name])
+            # The dicts live only while they are packed: in an arena of
+            # their own, so the holes they leave are not in the heap that
+            # forked workers allocate from (``heap.run_in_own_arena``).
+            run_in_own_arena(self._load_packed, args, kwargs)
             release_freed_memory()  # the dicts are gone
+        else:
+            super().__init__(*args, **kwargs)
+
+    def _load_packed(self, args: tuple, kwargs: dict) -> None:
+        """Stock's loading and filters, then the infos packed."""
+        before = np.random.get_state()  # stock's class samplers shuffle
+        super().__init__(*args, **kwargs)
+        # Stock's class samplers keep their shuffled order; only their
+        # lists change, and their order pickles as its recipe.
+        self.db_infos = pack_db_infos(self.db_infos)
+        self.group_db_infos = self.db_infos
+        recipes = _shuffle_recipes(before, self.sampler_dict)
+        for name, sampler in list(self.sampler_dict.items()):
+            sampler._sampled_list = self.db_infos[name]
+            if recipes is not None:
+                self.sampler_dict[name] = RecipeClassSampler.like(
+                    sampler, recipes[name])
 
     def sample_all(self,
                    gt_bboxes: np.ndarray,
