@@ -17,27 +17,29 @@ into memory a process holds for nothing:
   runs such a load in a short-lived thread: glibc gives a new thread an
   arena of its own, so the transient objects are allocated and freed
   there and the main heap, which the main thread and forked workers
-  allocate from, keeps no holes (the workers then stayed at ~32 MB, the
-  forked process grew by 1 MB);
+  allocate from, keeps no holes (measured with every array mapped, see
+  below: the workers then stayed at ~30 MB instead of 105-140, the
+  forked process grew by 1 MB instead of 182);
 - a DataLoader worker allocates and frees arrays of millions of points per
-  sample. glibc maps an array above its threshold (128 KiB at start) and
-  unmaps it when freed, but each such free raises the threshold to the
-  freed size, so later arrays come from the heap, which keeps the highest
-  sum it reached: the worker's private memory rises and falls with the
-  largest samples seen (+25 MB over 600 samples of the pillar02 pipeline
-  here). :func:`flat_heap_worker_init` fixes the threshold in each worker
-  (``mallopt(M_MMAP_THRESHOLD, 128 KiB)``): large arrays that no free
-  chunk of the heap holds are mapped and given back every time, and the
-  worker's memory stays flat after its first samples (a forked worker's
-  heap is its parent's: its free chunks serve the first arrays);
+  sample. glibc's threshold for mapping an array rises to the largest one
+  freed, so from its first samples on a worker serves them from its heap,
+  which holds about the largest sample's arrays: it rises and falls with
+  the samples (the top is given back when its free part exceeds twice the
+  threshold) and does not creep (a pillar02 fork worker: 68-103 MB after
+  250 samples each, 70-83 MB after 750). Fixing the threshold at 128 KiB
+  (every point cloud mapped and given back) kept the workers flat but
+  made each array fresh pages: 4,900 page faults a sample instead of 100,
+  ~36 ms of CPU a sample instead of ~24. The workers keep glibc's
+  default;
 - a worker's cyclic garbage collector traverses every container it holds,
   writing to each one's header: under fork (and forkserver) that copies
-  every inherited page holding one. The same ``worker_init_fn`` freezes
-  what the worker inherited (``gc.freeze()``: moved out of the
-  collector's generations in O(1)); forkserver workers' private memory
+  every inherited page holding one. The runner's ``worker_init_fn``
+  (:func:`frozen_heap_worker_init`) freezes what the worker inherited
+  (``gc.freeze()``: moved out of the collector's generations in O(1));
+  forkserver workers' private memory
   then stayed flat where it grew by about 100 MB each over 250 samples.
 
-Both are no-ops where the C library lacks the functions (not glibc).
+``malloc_trim`` is a no-op where the C library lacks it (not glibc).
 """
 import ctypes
 import functools
@@ -46,10 +48,6 @@ import threading
 from typing import Any, Callable, Optional, TypeVar
 
 T = TypeVar('T')
-
-#: ``M_MMAP_THRESHOLD`` of glibc's ``mallopt``, and its initial value.
-M_MMAP_THRESHOLD = -3
-MMAP_THRESHOLD = 128 * 1024
 
 
 def _libc():
@@ -106,21 +104,7 @@ def run_in_own_arena(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
     return outcome['value']
 
 
-def fix_mmap_threshold() -> bool:
-    """Map every allocation above 128 KiB and unmap it when freed, in
-    this process, from now on (glibc's threshold no longer grows).
-
-    Returns:
-        bool: False where the C library has no ``mallopt``.
-    """
-    mallopt = getattr(_libc(), 'mallopt', None)
-    if mallopt is None:
-        return False
-    return bool(mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD))
-
-
-def _fixed_then(init_fn: Optional[Callable], worker_id: int) -> None:
-    fix_mmap_threshold()
+def _frozen_then(init_fn: Optional[Callable], worker_id: int) -> None:
     # What the worker inherited is never traversed by the cyclic collector
     # (each traversal writes to every object's header: under fork, a copy
     # of every page holding one). O(1): the generations' lists are moved.
@@ -129,16 +113,16 @@ def _fixed_then(init_fn: Optional[Callable], worker_id: int) -> None:
         init_fn(worker_id)
 
 
-def flat_heap_worker_init(init_fn: Optional[Callable]) -> Callable:
-    """A DataLoader ``worker_init_fn`` that fixes the worker's mmap
-    threshold (:func:`fix_mmap_threshold`) and freezes the objects it
-    inherited (``gc.freeze()``), then runs ``init_fn``;
-    picklable for spawn and forkserver workers. Given one of its own
-    results, returns it unchanged."""
-    if isinstance(init_fn, functools.partial) and init_fn.func is _fixed_then:
+def frozen_heap_worker_init(init_fn: Optional[Callable]) -> Callable:
+    """A DataLoader ``worker_init_fn`` that freezes the objects the worker
+    inherited (``gc.freeze()``), then runs ``init_fn``; picklable for
+    spawn and forkserver workers. Given one of its own results, returns it
+    unchanged."""
+    if isinstance(init_fn, functools.partial) and \
+            init_fn.func is _frozen_then:
         return init_fn
-    return functools.partial(_fixed_then, init_fn)
+    return functools.partial(_frozen_then, init_fn)
 
 
-__all__ = ['fix_mmap_threshold', 'flat_heap_worker_init',
-           'release_freed_memory', 'run_in_own_arena']
+__all__ = ['frozen_heap_worker_init', 'release_freed_memory',
+           'run_in_own_arena']

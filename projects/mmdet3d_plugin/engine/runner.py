@@ -6,7 +6,7 @@ from mmengine.runner import Runner
 from mmdet3d.registry import RUNNERS
 
 from ..config.optim_wrapper import is_multi_wrapper, validate_optim_wrapper
-from ..datasets.heap import flat_heap_worker_init
+from ..datasets.heap import frozen_heap_worker_init
 from ..datasets.wrappers import share_index_lists
 from .amp import (check_amp_supported, warn_accumulation_with_batchnorm,
                   warn_bf16_on_cpu)
@@ -52,7 +52,8 @@ class PluginRunner(Runner):
     - :meth:`build_dataloader` moves the index lists of dataset wrappers
       (``CBGSDataset.sample_indices``) into shared memory
       (:func:`share_index_lists`) before any worker starts, and its
-      workers keep their heap flat (:func:`flat_heap_worker_init`).
+      workers freeze what they inherited from the cyclic collector
+      (:func:`frozen_heap_worker_init`).
 
     :func:`projects.mmdet3d_plugin.load_config` selects it
     (``runner_type='PluginRunner'``); build it with mmdet3d's ``RUNNERS``.
@@ -76,13 +77,15 @@ class PluginRunner(Runner):
         """mmengine's ``build_dataloader``; then the dataset wrappers'
         index lists are shared with the workers (a Python list of ints is
         copied page by page into every forked worker that reads it, and
-        pickled to every spawn worker), and each worker's large arrays go
-        back to the system when freed (``datasets/heap.py``)."""
+        pickled to every spawn worker), and each worker freezes what it
+        inherited (``gc.freeze()``: the cyclic collector's traversals
+        would copy every inherited page holding a container;
+        ``datasets/heap.py``)."""
         built = Runner.build_dataloader(dataloader, seed=seed,
                                         diff_rank_seed=diff_rank_seed)
         share_index_lists(built.dataset)
         if built.num_workers > 0:
-            built.worker_init_fn = flat_heap_worker_init(
+            built.worker_init_fn = frozen_heap_worker_init(
                 built.worker_init_fn)
         return built
 
