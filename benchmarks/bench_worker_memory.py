@@ -20,7 +20,7 @@ For each, under fork, spawn and forkserver with ``--workers`` workers,
 batches of one sample in a fixed random order, the DataLoader built as
 the runner builds it (mmengine's ``Runner.build_dataloader`` for stock and
 fast, the plugin's ``PluginRunner`` for ours: wrappers' index lists
-shared, workers' heap flat): the bytes a spawn / forkserver worker
+shared, what workers inherit frozen): the bytes a spawn / forkserver worker
 receives (the pickled dataset) and the time to pickle it; the main
 process's private memory (USS) held by the built dataset (after a warm-up
 build on the untiled database, so imports and compiled kernels do not
@@ -234,8 +234,8 @@ def _db_held_bytes(dataset):
 
 def _loader(dataset, variant, method, workers, order):
     """The DataLoader the runner builds: mmengine's for stock and fast,
-    the plugin's runner for ours (the wrappers' index lists shared, the
-    workers' heap flat: ``engine/runner.py``)."""
+    the plugin's runner for ours (the wrappers' index lists shared, what
+    the workers inherit frozen: ``engine/runner.py``)."""
     from mmengine.runner import Runner
 
     from projects.mmdet3d_plugin.engine.runner import PluginRunner
