@@ -61,7 +61,6 @@ def loads_then_main_heap(out: str) -> None:
     after a load in its own arena, then after the same load in it."""
     free = {'before': main_heap_free_bytes()}
     survivors = [run_in_own_arena(load_then_pack)]
-    release_freed_memory()
     free['own_arena'] = main_heap_free_bytes()
     survivors.append(load_then_pack())
     release_freed_memory()

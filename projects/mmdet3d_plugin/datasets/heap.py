@@ -72,7 +72,8 @@ def release_freed_memory() -> bool:
 
 def run_in_own_arena(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
     """Run ``fn(*args, **kwargs)`` in a short-lived thread and return what
-    it returns (or raise what it raises, with its traceback).
+    it returns (or raise what it raises, with its traceback); then give
+    the pages it freed back to the system (:func:`release_freed_memory`).
 
     glibc gives a new thread a malloc arena of its own (up to ``8 x cores``
     arenas, ``MALLOC_ARENA_MAX``): what ``fn`` allocates and frees is freed
@@ -95,6 +96,7 @@ def run_in_own_arena(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         name=f'own-arena:{getattr(fn, "__qualname__", fn)}')
     thread.start()
     thread.join()
+    release_freed_memory()  # what the load freed, in its arena
     if 'error' in outcome:
         error = outcome.pop('error')
         try:

@@ -5,7 +5,7 @@ from mmdet3d.registry import DATASETS
 from ..compat.nuscenes_class_names import PicklableDetectionConfig
 from ..pickling.state import PicklableStateMixin
 from .forkserver import setup_forkserver_preload
-from .heap import release_freed_memory, run_in_own_arena
+from .heap import run_in_own_arena
 from .info_checks import (check_classes, check_data_files, data_prefix_errors,
                           info_file_errors, sample_file_errors)
 from .shared_infos import SharedArrays, shared_memory_supported
@@ -87,7 +87,6 @@ class SafeNuScenesDataset(PicklableStateMixin, NuScenesDataset):
         if self._fully_initialized:
             return
         run_in_own_arena(super().full_init)
-        release_freed_memory()  # the infos' dicts, once serialized
 
     def load_data_list(self) -> list:
         name = type(self).__name__

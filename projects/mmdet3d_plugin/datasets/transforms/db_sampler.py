@@ -13,7 +13,7 @@ from mmdet3d.structures.points import get_points_type
 from .points_io import points_like, read_into
 from .box_geometry import box_collision_rows
 from .load_points_from_file import FastLoadPointsFromFile
-from ..heap import release_freed_memory, run_in_own_arena
+from ..heap import run_in_own_arena
 from .packed_infos import pack_db_infos
 
 
@@ -57,7 +57,6 @@ class FastDataBaseSampler(DataBaseSampler):
             # their own, so the holes they leave are not in the heap that
             # forked workers allocate from (``heap.run_in_own_arena``).
             run_in_own_arena(self._load_packed, args, kwargs)
-            release_freed_memory()  # the dicts are gone
         else:
             super().__init__(*args, **kwargs)
 
