@@ -1,16 +1,18 @@
 """The GT database objects of one training sample, byte-identical to
 mmdet3d's ``create_gt_database.create_groundtruth_database``.
 
-The converter builds a ``NuScenesDataset`` on the train infos and runs, for
-each sample, its loading pipeline (``LoadPointsFromFile``, ten sweeps with
+The converter builds a ``NuScenesDataset`` on the train infos and, for
+each sample, parses its info (``parse_data_info``: paths, the valid-flag
+filter, labels, the boxes' origin moved to the bottom centre) and runs its
+loading pipeline (``LoadPointsFromFile``, ten sweeps with
 ``LoadPointsFromMultiSweeps(remove_close=True, pad_empty_sweeps=True)``,
 ``LoadAnnotations3D``), then ``box_np_ops.points_in_rbbox`` (a numba loop
 over every point and every box) and writes each object's points, less the
 box centre, to ``<prefix>_gt_database/<idx>_<class>_<i>.bin``.
 
-:func:`sample_objects` does the same per sample with the dataset's own
-``parse_data_info`` (paths, valid-flag filter, labels, box origin) and the
-pipeline's numpy steps written out (same operations, same dtypes), and
+:func:`sample_objects` does the same per sample with ``parse_data_info``'s
+steps (:class:`TrainInfoParser`) and the pipeline's numpy steps written
+out (same operations, same dtypes), and
 evaluates the converter's plane test (``_points_in_convex_polygon_3d_jit``'s
 float32 expression, on ``surface_equ_3d``'s planes) only where it can pass:
 for the points in a box's axis-aligned extent widened by
@@ -19,14 +21,23 @@ moved into the key frame's coordinates (the pipeline's ``points @ rot -
 trans``) only for the rows that can fall in a box; the others are ruled
 out by the same transform in float64, within the margin. The same points
 pass, in the same order: each file has the converter's bytes.
+
+mmdet3d itself is not imported (its import is most of the tool's start-up):
+``box_np_ops``' box corners and planes are its own functions read from the
+wheel (:mod:`.upstream`), their one torch step, ``rotation_3d_in_axis``,
+run in torch with ``array_converter``'s conversions.
 """
 import os
 import os.path as osp
+from types import SimpleNamespace
 from typing import List, Tuple
 
 import numba
 import numpy as np
-from mmdet3d.structures.ops import box_np_ops
+import torch
+
+from .infos import CLASSES
+from .upstream import upstream_definitions
 
 #: Points per LiDAR row in nuScenes files and the pipeline's dimensions.
 LOAD_DIM = 5
@@ -40,19 +51,93 @@ AABB_MARGIN = 0.01
 GRID_CELL = 1.0
 
 
-def gt_database_dataset(data_root: str, info_path: str):
-    """The ``NuScenesDataset`` of mmdet3d's ``create_groundtruth_database``
-    (same arguments), lazily initialised: only its ``parse_data_info`` is
-    used, one sample at a time."""
-    from mmdet3d.datasets import NuScenesDataset
-    return NuScenesDataset(
-        data_root=data_root,
-        ann_file=info_path,
-        use_valid_flag=True,
-        data_prefix=dict(
-            pts='samples/LIDAR_TOP', img='', sweeps='sweeps/LIDAR_TOP'),
-        pipeline=[],
-        lazy_init=True)
+class TrainInfoParser:
+    """``NuScenesDataset.parse_data_info`` of the converter's dataset
+    (``data_root``, ``use_valid_flag=True``, ``data_prefix=dict(pts=
+    'samples/LIDAR_TOP', img='', sweeps='sweeps/LIDAR_TOP')``, LiDAR
+    boxes with velocity) for what the GT database reads: the point files'
+    paths and ``ann_info``'s ``gt_bboxes_3d`` (a float32 (N, 9) array, the
+    origin at the bottom centre as ``LiDARInstance3DBoxes`` moves it) and
+    ``gt_labels_3d``."""
+
+    def __init__(self, data_root: str):
+        self.pts_prefix = osp.join(data_root, 'samples/LIDAR_TOP')
+        self.sweeps_prefix = osp.join(data_root, 'sweeps/LIDAR_TOP')
+        self.metainfo = dict(classes=CLASSES)
+        # Det3DDataset's label_mapping for its own classes
+        self.label_mapping = {i: i for i in range(len(CLASSES))}
+        self.label_mapping[-1] = -1
+
+    def parse_data_info(self, info: dict) -> dict:
+        """The parsed copy of ``info`` (changed in place, as mmdet3d's)."""
+        lidar = info['lidar_points']
+        lidar['lidar_path'] = osp.join(self.pts_prefix, lidar['lidar_path'])
+        info['num_pts_feats'] = lidar['num_pts_feats']
+        info['lidar_path'] = lidar['lidar_path']
+        for sweep in info.get('lidar_sweeps', ()):
+            path = sweep['lidar_points']['lidar_path']
+            suffix = path.split(os.sep)[-1]
+            prefix = self.pts_prefix if 'samples' in path \
+                else self.sweeps_prefix
+            sweep['lidar_points']['lidar_path'] = osp.join(prefix, suffix)
+        info['ann_info'] = self.parse_ann_info(info)
+        return info
+
+    def parse_ann_info(self, info: dict) -> dict:
+        """``gt_bboxes_3d`` (numpy) and ``gt_labels_3d`` of
+        ``Det3DDataset`` / ``NuScenesDataset.parse_ann_info``."""
+        instances = info['instances']
+        if not instances:
+            boxes = np.zeros((0, 9), dtype=np.float32)
+            labels = np.zeros(0, dtype=np.int64)
+        else:
+            boxes = np.array([i['bbox_3d'] for i in instances]).astype(
+                np.float32)
+            labels = np.array([
+                self.label_mapping[i['bbox_label_3d']] for i in instances
+            ]).astype(np.int64)
+            velocities = np.array([i['velocity'] for i in instances
+                                   ]).astype(np.float32)
+            mask = np.array([i['bbox_3d_isvalid'] for i in instances])
+            boxes, labels, velocities = \
+                boxes[mask], labels[mask], velocities[mask]
+            velocities[np.isnan(velocities[:, 0])] = [0.0, 0.0]
+            boxes = np.concatenate([boxes, velocities], axis=-1)
+        # LiDARInstance3DBoxes(origin=(0.5, 0.5, 0.5)): float32 tensors,
+        # `tensor[:, :3] += tensor[:, 3:6] * (dst - src)`
+        boxes = boxes.reshape(-1, 9).copy()
+        shift = np.array((0.5, 0.5, 0), dtype=np.float32) - np.array(
+            (0.5, 0.5, 0.5), dtype=np.float32)
+        boxes[:, :3] += boxes[:, 3:6] * shift
+        return dict(gt_bboxes_3d=boxes, gt_labels_3d=labels)
+
+
+def _rotation_3d_in_axis(points, angles, axis=0, return_mat=False,
+                         clockwise=False):
+    """mmdet3d's ``rotation_3d_in_axis`` on numpy arrays as its
+    ``array_converter`` runs it: float32 tensors in, the result as the
+    points' dtype."""
+    out = _ROTATION_3D(
+        torch.tensor(points, dtype=torch.float32),
+        torch.tensor(angles, dtype=torch.float32),
+        axis=axis,
+        return_mat=return_mat,
+        clockwise=clockwise)
+    return out.numpy().astype(points.dtype)
+
+
+_ROTATION_3D = upstream_definitions(
+    'structures/bbox_3d/utils.py', ('rotation_3d_in_axis', ),
+    undecorated=True,
+    torch=torch)['rotation_3d_in_axis']
+#: mmdet3d's ``box_np_ops`` functions the GT database uses.
+box_np_ops = SimpleNamespace(**upstream_definitions(
+    'structures/ops/box_np_ops.py',
+    ('corners_nd', 'center_to_corner_box3d', 'corner_to_surfaces_3d',
+     'surface_equ_3d'),
+    np=np,
+    numba=numba,
+    rotation_3d_in_axis=_rotation_3d_in_axis))
 
 
 def _read_points(path: str, what: str, token: str) -> np.ndarray:
@@ -349,7 +434,7 @@ def sample_objects(dataset, raw_info: dict, sample_idx: int,
     caller adds the objects of the samples before it).
 
     Args:
-        dataset (NuScenesDataset): From :func:`gt_database_dataset`.
+        dataset (TrainInfoParser): The train infos' parser.
         raw_info (dict): The sample's v2 info record.
         sample_idx (int): Its index in the train infos.
         database_dir (str): Where the ``.bin`` files go.
@@ -358,7 +443,7 @@ def sample_objects(dataset, raw_info: dict, sample_idx: int,
     data_info = dataset.parse_data_info(_parse_copy(raw_info))
     data_info['sample_idx'] = sample_idx
     annos = data_info['ann_info']
-    gt_boxes_3d = annos['gt_bboxes_3d'].numpy()
+    gt_boxes_3d = annos['gt_bboxes_3d']
     classes = dataset.metainfo['classes']
     names = [classes[i] for i in annos['gt_labels_3d']]
     difficulty = np.zeros(gt_boxes_3d.shape[0], dtype=np.int32)
