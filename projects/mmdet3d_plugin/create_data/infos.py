@@ -141,11 +141,12 @@ def center_to_image(center: np.ndarray,
 
 def _inside_image(coords: List[List[float]],
                   imsize: Tuple[int, int] = IMSIZE) -> bool:
-    arr = np.asarray(coords)
-    return len(arr) == 8 and bool(
-        (arr[:, 0] > _PX_MARGIN).all() and (arr[:, 1] > _PX_MARGIN).all()
-        and (arr[:, 0] < imsize[0] - _PX_MARGIN).all()
-        and (arr[:, 1] < imsize[1] - _PX_MARGIN).all())
+    """Whether all eight projected corners ``[u, v]`` lie inside the image
+    by more than the margin (plain floats: no array for eight points)."""
+    high_u, high_v = imsize[0] - _PX_MARGIN, imsize[1] - _PX_MARGIN
+    return len(coords) == 8 and all(
+        u > _PX_MARGIN and v > _PX_MARGIN and u < high_u and v < high_v
+        for u, v in coords)
 
 
 class SampleInfoBuilder:

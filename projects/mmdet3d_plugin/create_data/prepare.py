@@ -35,8 +35,12 @@ from .parallel import pending, run_shards
 from .shards import ShardStore, replace_path, shard_ranges, work_key
 from .upstream import converter_helpers, devkit_tables
 
-#: Samples per shard (both phases) unless told otherwise.
+#: The most samples per shard (both phases) unless told otherwise.
 DEFAULT_SHARD_SIZE = 64
+#: Without a shard size, a phase is cut into at least this many shards (of
+#: at most :data:`DEFAULT_SHARD_SIZE` samples): on a small root (v1.0-mini)
+#: a few 64-sample shards leave a worker idle while the last one runs.
+MIN_SHARDS = 32
 
 # The phase state the forked workers inherit.
 _STATE: dict = {}
@@ -55,6 +59,16 @@ def split_scene_tokens(nusc, version: str):
     by_name = {s['name']: s['token'] for s in nusc.scene}
     return ({by_name[n] for n in train if n in by_name},
             {by_name[n] for n in val if n in by_name})
+
+
+def phase_shard_size(samples: int, shard_size: Optional[int]) -> int:
+    """``shard_size``, or without one the phase's samples over
+    :data:`MIN_SHARDS` (rounded up), at most :data:`DEFAULT_SHARD_SIZE`:
+    a function of the data alone, so a restarted run cuts the same
+    shards whatever its ``--workers``."""
+    if shard_size is not None:
+        return shard_size
+    return max(1, min(DEFAULT_SHARD_SIZE, -(-samples // MIN_SHARDS)))
 
 
 def _info_shard(index: int) -> int:
@@ -132,7 +146,7 @@ def create_nuscenes_infos(root_path: Union[str, Path],
                           max_sweeps: int = 10,
                           gt_database: bool = False,
                           workers: Optional[int] = None,
-                          shard_size: int = DEFAULT_SHARD_SIZE,
+                          shard_size: Optional[int] = None,
                           timings: Optional[Dict[str, float]] = None
                           ) -> List[Path]:
     """Create the info files (and the GT database) of a nuScenes root.
@@ -150,7 +164,9 @@ def create_nuscenes_infos(root_path: Union[str, Path],
             ``ObjectSample``. Defaults to False.
         workers (int, optional): Worker processes. Defaults to the cores
             this process may use.
-        shard_size (int): Samples per shard. Defaults to 64.
+        shard_size (int, optional): Samples per shard. Defaults to a
+            phase's samples / :data:`MIN_SHARDS`, at most 64
+            (:func:`phase_shard_size`).
         timings (dict, optional): Filled with each phase's samples and
             seconds: ``infos_samples``, ``infos_s`` (reading the tables,
             the shards, merging them, writing the info files; the first
@@ -186,7 +202,7 @@ def create_nuscenes_infos(root_path: Union[str, Path],
 
 def _prepare(root: Path, out: Path, info_prefix: str, version: str,
              max_sweeps: int, gt_database: bool, workers: int,
-             shard_size: int, timings: Dict[str, float]) -> None:
+             shard_size: Optional[int], timings: Dict[str, float]) -> None:
     """The two phases and the products (see :func:`create_nuscenes_infos`).
     """
     out.mkdir(parents=True, exist_ok=True)
@@ -215,7 +231,8 @@ def _prepare(root: Path, out: Path, info_prefix: str, version: str,
             return splits[0]
         return None if test else 'val'
 
-    ranges = shard_ranges(len(nusc.sample), shard_size)
+    ranges = shard_ranges(len(nusc.sample),
+                          phase_shard_size(len(nusc.sample), shard_size))
     store = ShardStore(work / 'infos')
     _STATE.update(
         builder=SampleInfoBuilder(nusc, test, max_sweeps),
@@ -267,7 +284,8 @@ def _prepare(root: Path, out: Path, info_prefix: str, version: str,
         db_dir = work / 'gt' / 'database'
         db_dir.mkdir(parents=True, exist_ok=True)
         train_infos = lists['train']
-        ranges = shard_ranges(len(train_infos), shard_size)
+        ranges = shard_ranges(len(train_infos),
+                              phase_shard_size(len(train_infos), shard_size))
         store_gt = ShardStore(work / 'gt')
         _STATE.update(
             gt_state,
