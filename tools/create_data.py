@@ -59,9 +59,9 @@ def parse_args():
     parser.add_argument(
         '--shard-size',
         type=int,
-        default=64,
+        default=None,
         help='samples per shard, the unit a restarted run redoes '
-        '(default: 64)')
+        "(default: a phase's samples / 32, at most 64)")
     parser.add_argument(
         '--reference',
         action='store_true',
@@ -70,7 +70,7 @@ def parse_args():
     args = parser.parse_args()
     if args.workers is not None and args.workers < 1:
         parser.error(f'--workers must be >= 1; got {args.workers}')
-    if args.shard_size < 1:
+    if args.shard_size is not None and args.shard_size < 1:
         parser.error(f'--shard-size must be >= 1; got {args.shard_size}')
     return args
 

@@ -1,32 +1,45 @@
 """The GT database objects of one training sample, byte-identical to
 mmdet3d's ``create_gt_database.create_groundtruth_database``.
 
-The converter builds a ``NuScenesDataset`` on the train infos and runs, for
-each sample, its loading pipeline (``LoadPointsFromFile``, ten sweeps with
+The converter builds a ``NuScenesDataset`` on the train infos and, for
+each sample, parses its info (``parse_data_info``: paths, the valid-flag
+filter, labels, the boxes' origin moved to the bottom centre) and runs its
+loading pipeline (``LoadPointsFromFile``, ten sweeps with
 ``LoadPointsFromMultiSweeps(remove_close=True, pad_empty_sweeps=True)``,
 ``LoadAnnotations3D``), then ``box_np_ops.points_in_rbbox`` (a numba loop
 over every point and every box) and writes each object's points, less the
 box centre, to ``<prefix>_gt_database/<idx>_<class>_<i>.bin``.
 
-:func:`sample_objects` does the same per sample with the dataset's own
-``parse_data_info`` (paths, valid-flag filter, labels, box origin) and the
-pipeline's numpy steps written out (same operations, same dtypes), and
+:func:`sample_objects` does the same per sample with ``parse_data_info``'s
+steps (:class:`TrainInfoParser`) and the pipeline's numpy steps written
+out (same operations, same dtypes), and
 evaluates the converter's plane test (``_points_in_convex_polygon_3d_jit``'s
 float32 expression, on ``surface_equ_3d``'s planes) only where it can pass:
 for the points in a box's axis-aligned extent widened by
-:data:`AABB_MARGIN`, found through a grid (:class:`BoxIndex`). A sweep is
+:data:`AABB_MARGIN`, found through a grid (:class:`BoxIndex`): once to
+count each box's points, once to copy them, less the box's centre, into
+one buffer, each box's rows together (:func:`load_box_points`). A sweep is
 moved into the key frame's coordinates (the pipeline's ``points @ rot -
 trans``) only for the rows that can fall in a box; the others are ruled
 out by the same transform in float64, within the margin. The same points
 pass, in the same order: each file has the converter's bytes.
+
+mmdet3d itself is not imported (its import is most of the tool's start-up):
+``box_np_ops``' box corners and planes are its own functions read from the
+wheel (:mod:`.upstream`), their one torch step, ``rotation_3d_in_axis``,
+run in torch with ``array_converter``'s conversions.
 """
 import os
 import os.path as osp
+from types import SimpleNamespace
 from typing import List, Tuple
 
 import numba
 import numpy as np
-from mmdet3d.structures.ops import box_np_ops
+import torch
+
+from .infos import CLASSES
+from .upstream import upstream_definitions
 
 #: Points per LiDAR row in nuScenes files and the pipeline's dimensions.
 LOAD_DIM = 5
@@ -40,19 +53,93 @@ AABB_MARGIN = 0.01
 GRID_CELL = 1.0
 
 
-def gt_database_dataset(data_root: str, info_path: str):
-    """The ``NuScenesDataset`` of mmdet3d's ``create_groundtruth_database``
-    (same arguments), lazily initialised: only its ``parse_data_info`` is
-    used, one sample at a time."""
-    from mmdet3d.datasets import NuScenesDataset
-    return NuScenesDataset(
-        data_root=data_root,
-        ann_file=info_path,
-        use_valid_flag=True,
-        data_prefix=dict(
-            pts='samples/LIDAR_TOP', img='', sweeps='sweeps/LIDAR_TOP'),
-        pipeline=[],
-        lazy_init=True)
+class TrainInfoParser:
+    """``NuScenesDataset.parse_data_info`` of the converter's dataset
+    (``data_root``, ``use_valid_flag=True``, ``data_prefix=dict(pts=
+    'samples/LIDAR_TOP', img='', sweeps='sweeps/LIDAR_TOP')``, LiDAR
+    boxes with velocity) for what the GT database reads: the point files'
+    paths and ``ann_info``'s ``gt_bboxes_3d`` (a float32 (N, 9) array, the
+    origin at the bottom centre as ``LiDARInstance3DBoxes`` moves it) and
+    ``gt_labels_3d``."""
+
+    def __init__(self, data_root: str):
+        self.pts_prefix = osp.join(data_root, 'samples/LIDAR_TOP')
+        self.sweeps_prefix = osp.join(data_root, 'sweeps/LIDAR_TOP')
+        self.metainfo = dict(classes=CLASSES)
+        # Det3DDataset's label_mapping for its own classes
+        self.label_mapping = {i: i for i in range(len(CLASSES))}
+        self.label_mapping[-1] = -1
+
+    def parse_data_info(self, info: dict) -> dict:
+        """The parsed copy of ``info`` (changed in place, as mmdet3d's)."""
+        lidar = info['lidar_points']
+        lidar['lidar_path'] = osp.join(self.pts_prefix, lidar['lidar_path'])
+        info['num_pts_feats'] = lidar['num_pts_feats']
+        info['lidar_path'] = lidar['lidar_path']
+        for sweep in info.get('lidar_sweeps', ()):
+            path = sweep['lidar_points']['lidar_path']
+            suffix = path.split(os.sep)[-1]
+            prefix = self.pts_prefix if 'samples' in path \
+                else self.sweeps_prefix
+            sweep['lidar_points']['lidar_path'] = osp.join(prefix, suffix)
+        info['ann_info'] = self.parse_ann_info(info)
+        return info
+
+    def parse_ann_info(self, info: dict) -> dict:
+        """``gt_bboxes_3d`` (numpy) and ``gt_labels_3d`` of
+        ``Det3DDataset`` / ``NuScenesDataset.parse_ann_info``."""
+        instances = info['instances']
+        if not instances:
+            boxes = np.zeros((0, 9), dtype=np.float32)
+            labels = np.zeros(0, dtype=np.int64)
+        else:
+            boxes = np.array([i['bbox_3d'] for i in instances]).astype(
+                np.float32)
+            labels = np.array([
+                self.label_mapping[i['bbox_label_3d']] for i in instances
+            ]).astype(np.int64)
+            velocities = np.array([i['velocity'] for i in instances
+                                   ]).astype(np.float32)
+            mask = np.array([i['bbox_3d_isvalid'] for i in instances])
+            boxes, labels, velocities = \
+                boxes[mask], labels[mask], velocities[mask]
+            velocities[np.isnan(velocities[:, 0])] = [0.0, 0.0]
+            boxes = np.concatenate([boxes, velocities], axis=-1)
+        # LiDARInstance3DBoxes(origin=(0.5, 0.5, 0.5)): float32 tensors,
+        # `tensor[:, :3] += tensor[:, 3:6] * (dst - src)`
+        boxes = boxes.reshape(-1, 9).copy()
+        shift = np.array((0.5, 0.5, 0), dtype=np.float32) - np.array(
+            (0.5, 0.5, 0.5), dtype=np.float32)
+        boxes[:, :3] += boxes[:, 3:6] * shift
+        return dict(gt_bboxes_3d=boxes, gt_labels_3d=labels)
+
+
+def _rotation_3d_in_axis(points, angles, axis=0, return_mat=False,
+                         clockwise=False):
+    """mmdet3d's ``rotation_3d_in_axis`` on numpy arrays as its
+    ``array_converter`` runs it: float32 tensors in, the result as the
+    points' dtype."""
+    out = _ROTATION_3D(
+        torch.tensor(points, dtype=torch.float32),
+        torch.tensor(angles, dtype=torch.float32),
+        axis=axis,
+        return_mat=return_mat,
+        clockwise=clockwise)
+    return out.numpy().astype(points.dtype)
+
+
+_ROTATION_3D = upstream_definitions(
+    'structures/bbox_3d/utils.py', ('rotation_3d_in_axis', ),
+    undecorated=True,
+    torch=torch)['rotation_3d_in_axis']
+#: mmdet3d's ``box_np_ops`` functions the GT database uses.
+box_np_ops = SimpleNamespace(**upstream_definitions(
+    'structures/ops/box_np_ops.py',
+    ('corners_nd', 'center_to_corner_box3d', 'corner_to_surfaces_3d',
+     'surface_equ_3d'),
+    np=np,
+    numba=numba,
+    rotation_3d_in_axis=_rotation_3d_in_axis))
 
 
 def _read_points(path: str, what: str, token: str) -> np.ndarray:
@@ -120,19 +207,18 @@ def _grid_cells(ix0, ix1, iy0, iy1, nx, ny):
 
 
 @numba.njit(cache=True)
-def _points_in_planes(points, grid, nx, ny, cell_start, cell_boxes, aabb,
-                      normal_vec, d):
+def _box_rows(points, grid, nx, ny, cell_start, cell_boxes, aabb,
+              normal_vec, d, centres, out, fill):
     """``_points_in_convex_polygon_3d_jit``'s test (same float32
     expression, same early exit) of each point against the boxes whose
-    widened extent holds it (found through the grid): the indices of each
-    box's points, ascending, as one array, and the boxes' counts."""
+    widened extent holds it (found through the grid). Without ``out``
+    (``out.shape[0] == 0``): counts each box's points into ``fill``; with
+    it: copies each box's points, ascending, to ``out[fill[j]]`` onwards
+    (``fill[j]`` advanced), its x, y, z less the box's centre in float32
+    (the converter's ``gt_points[:, :3] -= gt_boxes_3d[i, :3]``)."""
     num_points = points.shape[0]
-    num_boxes = normal_vec.shape[0]
     num_surfaces = normal_vec.shape[1]
-    hit_box = np.empty(max(num_points, 16), dtype=np.int64)
-    hit_point = np.empty(max(num_points, 16), dtype=np.int64)
-    hits = 0
-    counts = np.zeros(num_boxes, dtype=np.int64)
+    counting = out.shape[0] == 0
     sign = 0.0
     for i in range(num_points):
         x = points[i, 0]
@@ -158,34 +244,25 @@ def _points_in_planes(points, grid, nx, ny, cell_start, cell_boxes, aabb,
                     inside = False
                     break
             if inside:
-                if hits == hit_box.shape[0]:
-                    hit_box = np.concatenate((hit_box, hit_box))
-                    hit_point = np.concatenate((hit_point, hit_point))
-                hit_box[hits] = j
-                hit_point[hits] = i
-                hits += 1
-                counts[j] += 1
-    # group by box, each box's points staying ascending
-    offsets = np.zeros(num_boxes, dtype=np.int64)
-    for j in range(1, num_boxes):
-        offsets[j] = offsets[j - 1] + counts[j - 1]
-    index = np.empty(hits, dtype=np.int64)
-    for h in range(hits):
-        j = hit_box[h]
-        index[offsets[j]] = hit_point[h]
-        offsets[j] += 1
-    return index, counts
+                if not counting:
+                    row = fill[j]
+                    out[row, 0] = points[i, 0] - centres[j, 0]
+                    out[row, 1] = points[i, 1] - centres[j, 1]
+                    out[row, 2] = points[i, 2] - centres[j, 2]
+                    out[row, 3] = points[i, 3]
+                    out[row, 4] = points[i, 4]
+                fill[j] += 1
 
 
 @numba.njit(cache=True)
 def _sweep_candidates(raw, rot, trans, grid, nx, ny, cell_start,
-                      cell_boxes, aabb):
-    """The rows of a sweep (``raw``, sensor frame) that
-    ``LoadPointsFromMultiSweeps`` keeps (``_remove_close``, radius 1) and
-    that, moved into the key frame (``points @ rot - trans``, here in
-    float64: within ~1e-6 m of the pipeline's float32), fall in a box's
-    widened extent. Only these rows can be in a box."""
-    out = np.empty(raw.shape[0], dtype=np.int64)
+                      cell_boxes, aabb, out):
+    """Copies to ``out`` (their count returned), in order, the rows of a
+    sweep (``raw``, sensor frame) that ``LoadPointsFromMultiSweeps`` keeps
+    (``_remove_close``, radius 1) and that, moved into the key frame
+    (``points @ rot - trans``, here in float64: within ~1e-6 m of the
+    pipeline's float32), fall in a box's widened extent. Only these rows
+    can be in a box."""
     n = 0
     for i in range(raw.shape[0]):
         px = raw[i, 0]
@@ -206,10 +283,11 @@ def _sweep_candidates(raw, rot, trans, grid, nx, ny, cell_start,
             if x >= aabb[j, 0] and x <= aabb[j, 3] and y >= aabb[j, 1] \
                     and y <= aabb[j, 4] and z >= aabb[j, 2] and \
                     z <= aabb[j, 5]:
-                out[n] = i
+                for k in range(raw.shape[1]):
+                    out[n, k] = raw[i, k]
                 n += 1
                 break
-    return out[:n]
+    return n
 
 
 @numba.njit(cache=True)
@@ -223,6 +301,10 @@ def _finish_sweep(points, moved, trans, time_lag):
             value = np.float32(moved[i, k])
             points[i, k] = np.float32(np.float64(value) - trans[k])
         points[i, 4] = time_lag
+
+
+#: ``out`` of :func:`_box_rows` when counting.
+_NO_ROWS = np.zeros((0, LOAD_DIM), dtype=np.float32)
 
 
 class BoxIndex:
@@ -242,56 +324,67 @@ class BoxIndex:
             corners.max(axis=1).astype(np.float64) + AABB_MARGIN
         ], axis=1)
         self.grid = _box_grid(self.aabb)
+        self.centres = np.ascontiguousarray(boxes[:, :3])
 
-    def points_in(self, points: np.ndarray):
-        """Each box's rows of ``points`` (N, 5): ``(index, counts)``."""
-        grid, nx, ny, start, boxes = self.grid
-        return _points_in_planes(points[:, :3], grid, nx, ny, start, boxes,
-                                 self.aabb, self.normal_vec, self.d)
+    def count_in(self, parts: List[np.ndarray]) -> np.ndarray:
+        """Each box's count of the rows of ``parts`` (each (N, 5)) in it."""
+        counts = np.zeros(len(self.aabb), dtype=np.int64)
+        for part in parts:
+            self._rows(part, _NO_ROWS, counts)
+        return counts
 
-    def sweep_candidates(self, raw: np.ndarray,
-                         lidar2sensor: np.ndarray) -> np.ndarray:
+    def rows_in(self, parts: List[np.ndarray], counts: np.ndarray,
+                out: np.ndarray) -> None:
+        """Each box's rows of ``parts``, less its centre, into ``out``:
+        box 0's ``counts[0]`` rows first, each box's in the parts' order,
+        each part's ascending."""
+        fill = np.zeros(len(counts), dtype=np.int64)
+        fill[1:] = np.cumsum(counts)[:-1]
+        for part in parts:
+            self._rows(part, out, fill)
+
+    def _rows(self, part, out, fill):
         grid, nx, ny, start, boxes = self.grid
-        return _sweep_candidates(raw, lidar2sensor[:3, :3],
-                                 lidar2sensor[:3, 3].copy(), grid, nx, ny,
-                                 start, boxes, self.aabb)
+        _box_rows(part, grid, nx, ny, start, boxes, self.aabb,
+                  self.normal_vec, self.d, self.centres, out, fill)
+
+    def sweep_candidates(self, raw: np.ndarray, lidar2sensor: np.ndarray,
+                         out: np.ndarray) -> np.ndarray:
+        """``raw[rows]`` for the rows of the sweep ``raw`` (N, 5) that can
+        fall in a box (see :func:`_sweep_candidates`), as the first rows of
+        ``out`` (at least N rows)."""
+        grid, nx, ny, start, boxes = self.grid
+        n = _sweep_candidates(raw, lidar2sensor[:3, :3],
+                              lidar2sensor[:3, 3].copy(), grid, nx, ny,
+                              start, boxes, self.aabb, out)
+        return out[:n]
 
 
 def load_box_points(data_info: dict,
-                    index: BoxIndex) -> List[List[np.ndarray]]:
-    """For each box, the rows of the points the converter's pipeline gives
-    ``create_gt_database`` that ``points_in_rbbox`` finds in it, as pieces
-    in the pipeline's order (the key frame at time 0, then up to ten
-    sweeps moved into its frame, their close points removed; no sweeps:
+                    index: BoxIndex) -> Tuple[np.ndarray, np.ndarray]:
+    """The points the converter's pipeline gives ``create_gt_database``
+    that ``points_in_rbbox`` finds in each box, less the box's centre (the
+    converter's ``gt_points[:, :3] -= gt_boxes_3d[i, :3]``), as one array
+    (box 0's rows first; a view of a buffer reused by the next call) and
+    each box's count. The points: the key frame at time 0, then up to ten
+    sweeps moved into its frame, their close points removed (no sweeps:
     ten copies of the key frame less its close points,
-    ``pad_empty_sweeps``). A sweep's arithmetic runs on the rows
-    :meth:`BoxIndex.sweep_candidates` keeps, with the pipeline's numpy
-    expressions (row by row the same values); its last step,
-    ``[:, use_dim]`` with all five columns, changes no value."""
+    ``pad_empty_sweeps``); each box's rows in that order. A sweep's
+    arithmetic runs on the rows :meth:`BoxIndex.sweep_candidates` keeps,
+    with the pipeline's numpy expressions (row by row the same values);
+    its last step, ``[:, use_dim]`` with all five columns, changes no
+    value."""
     token = data_info['token']
-    num_boxes = len(index.aabb)
-    pieces: List[List[np.ndarray]] = [[] for _ in range(num_boxes)]
-
-    def add(part):
-        rows, counts = index.points_in(part)
-        start = 0
-        for j, count in enumerate(counts):
-            if count:
-                pieces[j].append(part[rows[start:start + count]])
-            start += count
-
     points = _read_points(data_info['lidar_points']['lidar_path'],
                           'LiDAR key frame', token)
     points = points.reshape(-1, LOAD_DIM)[:, USE_DIM]
     points[:, 4] = 0
-    add(points)
+    parts = [points]
     ts = data_info['timestamp']
     sweeps = data_info.get('lidar_sweeps')
     if sweeps is None:
-        padded = _remove_close(points)
-        for _ in range(SWEEPS_NUM):
-            add(padded)
-        return pieces
+        parts += [_remove_close(points)] * SWEEPS_NUM
+        sweeps = ()
     # More than SWEEPS_NUM sweeps: the converter draws them at random
     # (np.random.choice); infos written with max_sweeps <= 10 have not.
     if len(sweeps) > SWEEPS_NUM:
@@ -299,18 +392,39 @@ def load_box_points(data_info: dict,
             f'create_data: sample {token} has {len(sweeps)} sweeps; the '
             f'GT database takes {SWEEPS_NUM} (mmdet3d draws them at '
             'random); create the infos with --max-sweeps 10 or less.')
-    for sweep in sweeps:
+    for slot, sweep in enumerate(sweeps):
         raw = _read_points(sweep['lidar_points']['lidar_path'],
                            'LiDAR sweep', token).reshape(-1, LOAD_DIM)
         lidar2sensor = np.array(sweep['lidar_points']['lidar2sensor'])
-        points_sweep = raw[index.sweep_candidates(raw, lidar2sensor)]
+        points_sweep = index.sweep_candidates(
+            raw, lidar2sensor, _row_buffer(raw.shape[0], 1 + slot))
         # the pipeline's `points_sweep[:, :3] = points_sweep[:, :3] @ rot`
         # (numpy's product), then its `-= trans` and time in one pass
         _finish_sweep(points_sweep, points_sweep[:, :3] @ lidar2sensor[:3, :3],
                       lidar2sensor[:3, 3].copy(),
                       np.float32(ts - sweep['timestamp']))
-        add(points_sweep)
-    return pieces
+        parts.append(points_sweep)
+    counts = index.count_in(parts)
+    out = _row_buffer(int(counts.sum()), 0)
+    index.rows_in(parts, counts, out)
+    return out, counts
+
+
+#: :func:`load_box_points`' buffers, kept between samples (its output,
+#: then each sweep's rows): new arrays of megabytes each sample cost more
+#: in page faults than the copies into them.
+_BUFFERS: List[np.ndarray] = []
+
+
+def _row_buffer(rows: int, slot: int) -> np.ndarray:
+    """The first ``rows`` rows of buffer ``slot`` (grown as needed)."""
+    while len(_BUFFERS) <= slot:
+        _BUFFERS.append(np.zeros((0, LOAD_DIM), dtype=np.float32))
+    if _BUFFERS[slot].shape[0] < rows:
+        _BUFFERS[slot] = np.empty(
+            (max(rows, 2 * _BUFFERS[slot].shape[0]), LOAD_DIM),
+            dtype=np.float32)
+    return _BUFFERS[slot][:rows]
 
 
 def compile_kernels() -> None:
@@ -319,12 +433,12 @@ def compile_kernels() -> None:
     index = BoxIndex(np.ones((1, 9), dtype=np.float32))
     # the layouts of load_box_points' parts: a key frame, a sweep's rows
     raw = np.zeros(4 * LOAD_DIM, dtype=np.float32).reshape(-1, LOAD_DIM)
-    index.points_in(raw[:, USE_DIM])
-    rows = raw[index.sweep_candidates(raw, np.eye(4))]
+    rows = index.sweep_candidates(raw, np.eye(4), _row_buffer(4, 1))
     _finish_sweep(rows, rows[:, :3] @ np.eye(4)[:3, :3], np.zeros(3),
                   np.float32(0))
-    index.points_in(rows)
-    index.points_in(raw[np.arange(2)])
+    parts = [raw[:, USE_DIM], rows, raw[np.arange(2)]]
+    counts = index.count_in(parts)
+    index.rows_in(parts, counts, _row_buffer(int(counts.sum()), 0))
 
 
 def _parse_copy(info: dict) -> dict:
@@ -349,7 +463,7 @@ def sample_objects(dataset, raw_info: dict, sample_idx: int,
     caller adds the objects of the samples before it).
 
     Args:
-        dataset (NuScenesDataset): From :func:`gt_database_dataset`.
+        dataset (TrainInfoParser): The train infos' parser.
         raw_info (dict): The sample's v2 info record.
         sample_idx (int): Its index in the train infos.
         database_dir (str): Where the ``.bin`` files go.
@@ -358,29 +472,31 @@ def sample_objects(dataset, raw_info: dict, sample_idx: int,
     data_info = dataset.parse_data_info(_parse_copy(raw_info))
     data_info['sample_idx'] = sample_idx
     annos = data_info['ann_info']
-    gt_boxes_3d = annos['gt_bboxes_3d'].numpy()
+    gt_boxes_3d = annos['gt_bboxes_3d']
     classes = dataset.metainfo['classes']
     names = [classes[i] for i in annos['gt_labels_3d']]
     difficulty = np.zeros(gt_boxes_3d.shape[0], dtype=np.int32)
     num_obj = gt_boxes_3d.shape[0]
-    pieces = load_box_points(data_info, BoxIndex(gt_boxes_3d)) \
-        if num_obj else []
-    empty = np.zeros((0, LOAD_DIM), dtype=np.float32)
+    if num_obj:
+        gt_points, counts = load_box_points(data_info,
+                                            BoxIndex(gt_boxes_3d))
+        stops = np.cumsum(counts).tolist()
     objects = []
+    start = 0
     for i in range(num_obj):
         filename = f'{sample_idx}_{names[i]}_{i}.bin'
-        gt_points = np.concatenate(pieces[i]) if pieces[i] else empty
-        gt_points[:, :3] -= gt_boxes_3d[i, :3]
+        # the box's rows: the bytes of the converter's `gt_points.tofile`
         with open(osp.join(database_dir, filename), 'wb') as f:
-            f.write(gt_points.tobytes())
+            f.write(gt_points[start:stops[i]])
         objects.append((names[i], {
             'name': names[i],
             'path': osp.join(f'{info_prefix}_gt_database', filename),
             'image_idx': sample_idx,
             'gt_idx': i,
             'box3d_lidar': gt_boxes_3d[i],
-            'num_points_in_gt': gt_points.shape[0],
+            'num_points_in_gt': stops[i] - start,
             'difficulty': difficulty[i],
             'group_id': i,
         }))
+        start = stops[i]
     return objects

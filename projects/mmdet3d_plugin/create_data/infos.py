@@ -23,24 +23,20 @@ written there), so the values are the same bits; what it saves is work:
   corners' extent, which is what shapely's intersection returns for it.
 
 The helpers that shape the records (``get_empty_standard_data_info``,
-``clear_data_info_unused_keys``, ...) are mmdet3d's, imported from the
-wheel's converter script.
+``clear_data_info_unused_keys``, ...) and the converter's 2D-box helpers
+are mmdet3d's own, read from the wheel without importing mmdet3d
+(:func:`.upstream.converter_helpers`: no torch in this phase); the one
+torch computation, ``points_cam2img``'s float32 projection of a box
+centre, is :func:`center_to_image` (the same float32 operations).
 """
 import os.path as osp
 from pathlib import Path
 from typing import Dict, List, Optional, Set, Tuple
 
 import numpy as np
-from mmdet3d.datasets.convert_utils import (NuScenesNameMapping,
-                                            generate_record, nus_attributes,
-                                            post_process_coords)
-from mmdet3d.datasets.utils import convert_quaternion_to_matrix
-from mmdet3d.structures import points_cam2img
-from nuscenes.utils.geometry_utils import view_points
 from pyquaternion import Quaternion
-import torch
 
-from .converter import load_mmdet3d_converter
+from .upstream import converter_helpers
 
 CAMERA_TYPES = ('CAM_FRONT', 'CAM_FRONT_RIGHT', 'CAM_FRONT_LEFT', 'CAM_BACK',
                 'CAM_BACK_LEFT', 'CAM_BACK_RIGHT')
@@ -53,7 +49,6 @@ VISIBILITIES = ('', '1', '2', '3', '4')
 #: opens ``./data/nuscenes`` and keeps the sweeps' paths as the devkit
 #: gives them (``./data/nuscenes/sweeps/...``).
 CONVERTER_DATAROOT = './data/nuscenes'
-_points_cam2img = points_cam2img.__wrapped__
 #: Image size of ``post_process_coords`` (its default).
 IMSIZE = (1600, 900)
 #: Margins of the vectorised visibility test: a corner nearer the image
@@ -127,13 +122,31 @@ def camera_candidates(corners: np.ndarray, pose: Tuple[list, np.ndarray],
     return (ambiguous | ~(off | no_front)) & ~behind
 
 
+def center_to_image(center: np.ndarray,
+                    intrinsic: np.ndarray) -> List[float]:
+    """``points_cam2img(center[None], intrinsic, with_depth=True)`` as the
+    converter computes it (float32 tensors: ``[x, y, z, 1] @ K4.T``, each
+    product and each sum rounded to float32 in the row's order, then
+    ``u / w``, ``v / w``), as float64 ``[u, v, depth]``."""
+    x, y, z = center.astype(np.float32)
+    k = intrinsic.astype(np.float32)
+    out = []
+    for row in range(3):
+        acc = np.float32(k[row, 0] * x) + np.float32(k[row, 1] * y)
+        acc = np.float32(acc) + np.float32(k[row, 2] * z)
+        out.append(np.float32(np.float32(acc) + np.float32(0)))
+    u, v, w = out
+    return [float(u / w), float(v / w), float(w)]
+
+
 def _inside_image(coords: List[List[float]],
                   imsize: Tuple[int, int] = IMSIZE) -> bool:
-    arr = np.asarray(coords)
-    return len(arr) == 8 and bool(
-        (arr[:, 0] > _PX_MARGIN).all() and (arr[:, 1] > _PX_MARGIN).all()
-        and (arr[:, 0] < imsize[0] - _PX_MARGIN).all()
-        and (arr[:, 1] < imsize[1] - _PX_MARGIN).all())
+    """Whether all eight projected corners ``[u, v]`` lie inside the image
+    by more than the margin (plain floats: no array for eight points)."""
+    high_u, high_v = imsize[0] - _PX_MARGIN, imsize[1] - _PX_MARGIN
+    return len(coords) == 8 and all(
+        u > _PX_MARGIN and v > _PX_MARGIN and u < high_u and v < high_v
+        for u, v in coords)
 
 
 class SampleInfoBuilder:
@@ -150,7 +163,7 @@ class SampleInfoBuilder:
         self.nusc = nusc
         self.test = test
         self.max_sweeps = max_sweeps
-        self.v2 = load_mmdet3d_converter('update_infos_to_v2')
+        self.v2 = converter_helpers()
         self._rot: Dict[str, np.ndarray] = {}
         self._inv: Dict[str, np.ndarray] = {}
         self._mat4: Dict[Tuple[str, str], list] = {}
@@ -174,7 +187,7 @@ class SampleInfoBuilder:
         key = (token, kind)
         mat = self._mat4.get(key)
         if mat is None:
-            mat = self._mat4[key] = convert_quaternion_to_matrix(
+            mat = self._mat4[key] = self.v2.convert_quaternion_to_matrix(
                 record['rotation'], record['translation'])
         return [row[:] for row in mat]
 
@@ -211,11 +224,12 @@ class SampleInfoBuilder:
         return velo
 
     # -- the converter's steps --
-    def _sensor2top(self, sensor_token: str, l2e_t, l2e_token: str, e2g_t,
-                    e2g_token: str, l2e_inv: np.ndarray,
-                    e2g_inv: np.ndarray) -> dict:
+    def _sensor2top(self, sensor_token: str,
+                    to_top: Tuple[np.ndarray, np.ndarray]) -> dict:
         """``nuscenes_converter.obtain_sensor2top`` (the converter's
-        ``data_path``; the matrices from the caches)."""
+        ``data_path``; the matrices from the caches; ``to_top``: the key
+        frame's terms, the same for each sensor, from
+        :meth:`_top_terms`)."""
         nusc = self.nusc
         sd_rec = nusc.get('sample_data', sensor_token)
         cs_record = nusc.get('calibrated_sensor',
@@ -227,9 +241,10 @@ class SampleInfoBuilder:
                                      pose_record['rotation'])
         l2e_t_s = cs_record['translation']
         e2g_t_s = pose_record['translation']
-        R = (l2e_r_s_mat.T @ e2g_r_s_mat.T) @ (e2g_inv.T @ l2e_inv.T)
-        T = (l2e_t_s @ e2g_r_s_mat.T + e2g_t_s) @ (e2g_inv.T @ l2e_inv.T)
-        T -= e2g_t @ (e2g_inv.T @ l2e_inv.T) + l2e_t @ l2e_inv.T
+        inv, offset = to_top
+        R = (l2e_r_s_mat.T @ e2g_r_s_mat.T) @ inv
+        T = (l2e_t_s @ e2g_r_s_mat.T + e2g_t_s) @ inv
+        T -= offset
         return dict(
             sd_rec=sd_rec,
             cs_record=cs_record,
@@ -237,6 +252,15 @@ class SampleInfoBuilder:
             data_path=osp.join(CONVERTER_DATAROOT, sd_rec['filename']),
             sensor2lidar_rotation=R.T,
             sensor2lidar_translation=T)
+
+    @staticmethod
+    def _top_terms(l2e_t: list, e2g_t: list, l2e_inv: np.ndarray,
+                   e2g_inv: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+        """``obtain_sensor2top``'s key-frame terms, computed once per
+        sample with its expressions: ``e2g_inv.T @ l2e_inv.T`` and
+        ``e2g_t @ (e2g_inv.T @ l2e_inv.T) + l2e_t @ l2e_inv.T``."""
+        inv = e2g_inv.T @ l2e_inv.T
+        return inv, e2g_t @ inv + l2e_t @ l2e_inv.T
 
     @staticmethod
     def _lidar2sensor(sweep: dict) -> list:
@@ -275,6 +299,7 @@ class SampleInfoBuilder:
         e2g_t = pose_record['translation']
         l2e_inv = self._inverse(cs_record['token'], cs_record['rotation'])
         e2g_inv = self._inverse(pose_record['token'], pose_record['rotation'])
+        to_top = self._top_terms(l2e_t, e2g_t, l2e_inv, e2g_inv)
 
         info = v2.get_empty_standard_data_info(camera_types=CAMERA_TYPES)
         info['sample_idx'] = 0  # the caller's: the place in the split
@@ -291,9 +316,7 @@ class SampleInfoBuilder:
         sweep_rec = sd_rec
         count = 0
         while count < self.max_sweeps and sweep_rec['prev'] != '':
-            sweep = self._sensor2top(sweep_rec['prev'], l2e_t,
-                                     cs_record['token'], e2g_t,
-                                     pose_record['token'], l2e_inv, e2g_inv)
+            sweep = self._sensor2top(sweep_rec['prev'], to_top)
             lidar_sweep = v2.get_single_lidar_sweep()
             lidar_sweep['lidar_points']['lidar2ego'] = self._matrix4(
                 sweep['cs_record']['token'], 'cs', sweep['cs_record'])
@@ -311,10 +334,7 @@ class SampleInfoBuilder:
         info['images'] = {}
         cam_infos = {}
         for cam in CAMERA_TYPES:
-            cam_info = self._sensor2top(sample['data'][cam], l2e_t,
-                                        cs_record['token'], e2g_t,
-                                        pose_record['token'], l2e_inv,
-                                        e2g_inv)
+            cam_info = self._sensor2top(sample['data'][cam], to_top)
             cam_infos[cam] = cam_info
             img = v2.get_empty_img_info()
             img['img_path'] = Path(cam_info['data_path']).name
@@ -372,7 +392,7 @@ class SampleInfoBuilder:
             velo = velo @ e2g_inv.T @ l2e_inv.T
             velocity[i] = velo[:2]
         names = np.array(
-            [NuScenesNameMapping.get(b.name, b.name) for b in boxes])
+            [v2.NuScenesNameMapping.get(b.name, b.name) for b in boxes])
         gt_boxes = np.concatenate([locs, dims[:, [1, 0, 2]], rots], axis=1)
         gt_velocity = velocity.reshape(-1, 2)
         num_lidar_pts = np.array([a['num_lidar_pts'] for a in annotations])
@@ -414,8 +434,8 @@ class SampleInfoBuilder:
         for ann_rec, maybe in zip(ann_recs, keep):
             ann_rec['sample_annotation_token'] = ann_rec['token']
             ann_rec['sample_data_token'] = sd_rec['token']
-            if not maybe or \
-                    ann_rec['category_name'] not in NuScenesNameMapping:
+            if not maybe or ann_rec['category_name'] not in \
+                    self.v2.NuScenesNameMapping:
                 continue  # no record (generate_record: None)
             rec = self._camera_instance(ann_rec, pose_rec, cs_rec,
                                         camera_intrinsic)
@@ -431,20 +451,20 @@ class SampleInfoBuilder:
         corners_3d = box.corners()
         in_front = np.argwhere(corners_3d[2, :] > 0).flatten()
         corners_3d = corners_3d[:, in_front]
-        corner_coords = view_points(corners_3d, camera_intrinsic,
-                                    True).T[:, :2].tolist()
+        corner_coords = self.v2.view_points(corners_3d, camera_intrinsic,
+                                            True).T[:, :2].tolist()
         if _inside_image(corner_coords):
             # shapely's intersection with the canvas is the hull itself
             arr = np.array(corner_coords)
             final_coords = (arr[:, 0].min(), arr[:, 1].min(),
                             arr[:, 0].max(), arr[:, 1].max())
         else:
-            final_coords = post_process_coords(corner_coords)
+            final_coords = self.v2.post_process_coords(corner_coords)
         if final_coords is None:
             return None
         min_x, min_y, max_x, max_y = final_coords
-        repro_rec = generate_record(ann_rec, min_x, min_y, max_x, max_y,
-                                    'nuscenes')
+        repro_rec = self.v2.generate_record(ann_rec, min_x, min_y, max_x,
+                                            max_y, 'nuscenes')
         if repro_rec is None:
             return None
         loc = box.center.tolist()
@@ -461,15 +481,8 @@ class SampleInfoBuilder:
         velo = cam_velo3d[0::2].tolist()
         repro_rec['bbox_3d'] = loc + dim + rot
         repro_rec['velocity'] = velo
-        center_3d = np.array(loc).reshape([1, 3])
-        # points_cam2img without its array_converter, converting as it does
-        # (float32 tensors, the result back to the points' dtype) without
-        # inspecting the signature at each call
-        center_2d_with_depth = _points_cam2img(
-            torch.tensor(center_3d, dtype=torch.float32),
-            torch.tensor(camera_intrinsic, dtype=torch.float32),
-            with_depth=True).numpy().astype(center_3d.dtype)
-        center_2d_with_depth = center_2d_with_depth.squeeze().tolist()
+        center_2d_with_depth = center_to_image(np.array(loc),
+                                               camera_intrinsic)
         repro_rec['center_2d'] = center_2d_with_depth[:2]
         repro_rec['depth'] = center_2d_with_depth[2]
         if repro_rec['depth'] <= 0:
@@ -479,5 +492,5 @@ class SampleInfoBuilder:
             attr_name = 'None'
         else:
             attr_name = nusc.get('attribute', attr_tokens[0])['name']
-        repro_rec['attr_label'] = nus_attributes.index(attr_name)
+        repro_rec['attr_label'] = self.v2.nus_attributes.index(attr_name)
         return repro_rec
