@@ -30,6 +30,8 @@ from typing import Dict, List, Optional, Set, Union
 from threadpoolctl import threadpool_limits
 
 from .converter import VERSION_SPLITS, checked_root, info_paths
+from .fragments import (add_fragment, end_info_file, pickle_fragment,
+                        start_info_file)
 from .infos import CLASSES, SampleInfoBuilder
 from .parallel import pending, run_shards
 from .shards import ShardStore, replace_path, shard_ranges, work_key
@@ -72,17 +74,28 @@ def phase_shard_size(samples: int, shard_size: Optional[int]) -> int:
 
 
 def _info_shard(index: int) -> int:
+    """Build a shard's records and write them, each split's pickled as a
+    fragment of its info file's list (:mod:`.fragments`), with the
+    ignored classes of the split's last sample in the shard."""
     start, stop = _STATE['ranges'][index]
     builder, samples = _STATE['builder'], _STATE['samples']
-    rows = []
-    for sample in samples[start:stop]:
-        split = _STATE['split_of'](sample)
+    records: Dict[str, List[dict]] = {}
+    last_ignored: Dict[str, Set[str]] = {}
+    for i in range(start, stop):
+        split, position = _STATE['places'][i]
         if split is None:
-            rows.append(None)
             continue
-        info, ignored = builder.build(sample)
-        rows.append((split, info, ignored))
-    _STATE['store'].write(index, rows)
+        info, last_ignored[split] = builder.build(samples[i])
+        info['sample_idx'] = position
+        records.setdefault(split, []).append(info)
+    _STATE['store'].write(
+        index,
+        dict(
+            last_ignored=last_ignored,
+            fragments={
+                split: pickle_fragment(rows)
+                for split, rows in records.items()
+            }))
     return stop - start
 
 
@@ -111,10 +124,9 @@ def _gt_startup(root: Path, timings: Dict[str, float]) -> dict:
         dataset=TrainInfoParser(str(root)), sample_objects=sample_objects)
 
 
-def _infos_file(data_list: List[dict], last_ignored: Set[str],
-                version: str) -> dict:
-    """``update_nuscenes_infos``'s file: its categories take the ignored
-    classes of the split's last sample, as mmdet3d 1.4.0's do."""
+def _metainfo(last_ignored: Set[str], version: str) -> dict:
+    """``update_nuscenes_infos``'s ``metainfo``: its categories take the
+    ignored classes of the split's last sample, as mmdet3d 1.4.0's do."""
     categories = {k: i for i, k in enumerate(CLASSES)}
     for name in last_ignored:
         categories[name] = -1
@@ -123,7 +135,7 @@ def _infos_file(data_list: List[dict], last_ignored: Set[str],
         dataset='nuscenes',
         version=version,
         info_version='1.1')
-    return dict(metainfo=metainfo, data_list=data_list)
+    return metainfo
 
 
 def phase_summary(timings: Dict[str, float]) -> str:
@@ -214,14 +226,22 @@ def _prepare(root: Path, out: Path, info_prefix: str, version: str,
 
     # Phase 1: infos.
     t_infos = time.perf_counter()
-    nusc = devkit_tables(version, str(root))
+    gc.disable()
+    try:
+        nusc = devkit_tables(version, str(root))
+    finally:
+        gc.enable()
     train_scenes, _ = split_scene_tokens(nusc, version)
     timings['tables_s'] = time.perf_counter() - t_infos
 
-    def split_of(sample):
-        if sample['scene_token'] in train_scenes:
-            return splits[0]
-        return None if test else 'val'
+    # each sample's split and place in it (None: in no split)
+    places, counts = [], {split: 0 for split in splits}
+    for sample in nusc.sample:
+        split = splits[0] if sample['scene_token'] in train_scenes else (
+            None if test else 'val')
+        places.append((split, counts[split] if split else None))
+        if split:
+            counts[split] += 1
 
     ranges = shard_ranges(len(nusc.sample),
                           phase_shard_size(len(nusc.sample), shard_size))
@@ -229,7 +249,7 @@ def _prepare(root: Path, out: Path, info_prefix: str, version: str,
     _STATE.update(
         builder=SampleInfoBuilder(nusc, test, max_sweeps),
         samples=nusc.sample,
-        split_of=split_of,
+        places=places,
         ranges=ranges,
         store=store)
     try:
@@ -241,32 +261,29 @@ def _prepare(root: Path, out: Path, info_prefix: str, version: str,
         _STATE.clear()
     del nusc
 
+    # The info files from the shards' fragments, one shard in memory at a
+    # time (the categories need each split's last ignored classes first).
     t0 = time.perf_counter()
-    lists = {split: [] for split in splits}
     last_ignored = {split: set() for split in splits}
-    gc.disable()  # many new objects, none garbage: no collections
-    try:
-        for rows in store.read_all(len(ranges)):
-            for row in rows:
-                if row is None:
-                    continue
-                split, info, ignored = row
-                info['sample_idx'] = len(lists[split])
-                lists[split].append(info)
-                last_ignored[split] = ignored
-    finally:
-        gc.enable()
-    timings['infos_merge_s'] = time.perf_counter() - t0
-    t0 = time.perf_counter()
+    for shard in store.read_all(len(ranges)):
+        last_ignored.update(shard['last_ignored'])
     staged = []
-    for split in splits:
-        path = out / f'{info_prefix}_infos_{split}.pkl'
-        # pickle's default protocol (4), not mmengine.dump's 2: a quarter
-        # smaller and faster; the same objects after loading
-        with open(work / path.name, 'wb') as f:
-            pickle.dump(
-                _infos_file(lists[split], last_ignored[split], version), f)
-        staged.append((work / path.name, path))
+    files = {}
+    try:
+        for split in splits:
+            path = out / f'{info_prefix}_infos_{split}.pkl'
+            files[split] = open(work / path.name, 'wb')
+            start_info_file(files[split],
+                            _metainfo(last_ignored[split], version))
+            staged.append((work / path.name, path))
+        for shard in store.read_all(len(ranges)):
+            for split, fragment in shard['fragments'].items():
+                add_fragment(files[split], fragment)
+        for f in files.values():
+            end_info_file(f)
+    finally:
+        for f in files.values():
+            f.close()
     timings['infos_write_s'] = time.perf_counter() - t0
     timings['infos_s'] = time.perf_counter() - t_infos
 
@@ -275,7 +292,13 @@ def _prepare(root: Path, out: Path, info_prefix: str, version: str,
         t_gt = time.perf_counter()
         db_dir = work / 'gt' / 'database'
         db_dir.mkdir(parents=True, exist_ok=True)
-        train_infos = lists['train']
+        # the train records, for the workers to inherit
+        gc.disable()  # many new objects, none garbage: no collections
+        try:
+            with open(work / f'{info_prefix}_infos_train.pkl', 'rb') as f:
+                train_infos = pickle.load(f)['data_list']
+        finally:
+            gc.enable()
         ranges = shard_ranges(len(train_infos),
                               phase_shard_size(len(train_infos), shard_size))
         store_gt = ShardStore(work / 'gt')
