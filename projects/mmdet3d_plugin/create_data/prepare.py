@@ -43,6 +43,10 @@ DEFAULT_SHARD_SIZE = 64
 #: at most :data:`DEFAULT_SHARD_SIZE` samples): on a small root (v1.0-mini)
 #: a few 64-sample shards leave a worker idle while the last one runs.
 MIN_SHARDS = 32
+#: The layout of the shards on disk, part of the work folder's key: a
+#: folder left by a killed run of a version with another layout is not
+#: read (2: infos shards hold pickled fragments, :mod:`.fragments`).
+SHARD_LAYOUT = 2
 
 # The phase state the forked workers inherit.
 _STATE: dict = {}
@@ -213,7 +217,7 @@ def _prepare(root: Path, out: Path, info_prefix: str, version: str,
     gt_database = gt_database and 'train' in VERSION_SPLITS[version]
     work = out / ('.create_data-' + work_key(
         str(root), version, info_prefix, max_sweeps, gt_database,
-        shard_size))
+        shard_size, SHARD_LAYOUT))
     splits = VERSION_SPLITS[version]
     test = version == 'v1.0-test'
 
