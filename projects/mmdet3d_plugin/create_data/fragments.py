@@ -11,6 +11,8 @@ before it, which nothing reads again: the fragments join in any number.
 :func:`start_info_file`, :func:`add_fragment` and :func:`end_info_file`
 write the dict around them, one fragment in memory at a time; loading the
 file gives the same objects as pickling the whole dict at once.
+:func:`load_fragment` reads one fragment's records back (the GT phase's
+workers read their samples' records so, from the infos shards).
 """
 import io
 import pickle
@@ -48,6 +50,11 @@ def _items(objects: Iterable) -> bytes:
 def pickle_fragment(records: List) -> bytes:
     """The pickle opcodes that push ``records``, for :func:`add_fragment`."""
     return _items(records)
+
+
+def load_fragment(fragment: bytes) -> list:
+    """The records of one fragment, as a list."""
+    return pickle.loads(_PROTO + _MARK + fragment + pickle.LIST + _STOP)
 
 
 def start_info_file(f: BinaryIO, metainfo: dict) -> None:

@@ -30,8 +30,8 @@ from typing import Dict, List, Optional, Set, Union
 from threadpoolctl import threadpool_limits
 
 from .converter import VERSION_SPLITS, checked_root, info_paths
-from .fragments import (add_fragment, end_info_file, pickle_fragment,
-                        start_info_file)
+from .fragments import (add_fragment, end_info_file, load_fragment,
+                        pickle_fragment, start_info_file)
 from .infos import CLASSES, SampleInfoBuilder
 from .parallel import pending, run_shards
 from .shards import ShardStore, replace_path, shard_ranges, work_key
@@ -103,13 +103,25 @@ def _info_shard(index: int) -> int:
     return stop - start
 
 
+def _train_records(start: int, stop: int) -> List[dict]:
+    """The train records ``[start, stop)``, read from the fragments of the
+    infos shards that hold them (``train_spans``: each infos shard's first
+    train record and count)."""
+    records = []
+    for index, (first, count) in enumerate(_STATE['train_spans']):
+        if count and first < stop and first + count > start:
+            shard = _STATE['info_store'].read(index)
+            rows = load_fragment(shard['fragments']['train'])
+            records += rows[max(start - first, 0):stop - first]
+    return records
+
+
 def _gt_shard(index: int) -> int:
     start, stop = _STATE['ranges'][index]
-    infos = _STATE['train_infos']
     objects = [
-        _STATE['sample_objects'](_STATE['dataset'], infos[i], i,
+        _STATE['sample_objects'](_STATE['dataset'], info, i,
                                  _STATE['db_dir'], _STATE['info_prefix'])
-        for i in range(start, stop)
+        for i, info in zip(range(start, stop), _train_records(start, stop))
     ]
     _STATE['store'].write(index, objects)
     return stop - start
@@ -247,17 +259,18 @@ def _prepare(root: Path, out: Path, info_prefix: str, version: str,
         if split:
             counts[split] += 1
 
-    ranges = shard_ranges(len(nusc.sample),
-                          phase_shard_size(len(nusc.sample), shard_size))
-    store = ShardStore(work / 'infos')
+    info_ranges = shard_ranges(
+        len(nusc.sample), phase_shard_size(len(nusc.sample), shard_size))
+    info_store = ShardStore(work / 'infos')
     _STATE.update(
         builder=SampleInfoBuilder(nusc, test, max_sweeps),
         samples=nusc.sample,
         places=places,
-        ranges=ranges,
-        store=store)
+        ranges=info_ranges,
+        store=info_store)
     try:
-        shards, sizes = pending(store.done(len(ranges)), ranges)
+        shards, sizes = pending(info_store.done(len(info_ranges)),
+                                info_ranges)
         timings['infos_samples'] = len(nusc.sample)
         timings['infos_shards_s'] = run_shards(
             'infos', _info_shard, shards, sizes, workers, len(nusc.sample))
@@ -269,7 +282,7 @@ def _prepare(root: Path, out: Path, info_prefix: str, version: str,
     # time (the categories need each split's last ignored classes first).
     t0 = time.perf_counter()
     last_ignored = {split: set() for split in splits}
-    for shard in store.read_all(len(ranges)):
+    for shard in info_store.read_all(len(info_ranges)):
         last_ignored.update(shard['last_ignored'])
     staged = []
     files = {}
@@ -280,7 +293,7 @@ def _prepare(root: Path, out: Path, info_prefix: str, version: str,
             start_info_file(files[split],
                             _metainfo(last_ignored[split], version))
             staged.append((work / path.name, path))
-        for shard in store.read_all(len(ranges)):
+        for shard in info_store.read_all(len(info_ranges)):
             for split, fragment in shard['fragments'].items():
                 add_fragment(files[split], fragment)
         for f in files.values():
@@ -296,34 +309,34 @@ def _prepare(root: Path, out: Path, info_prefix: str, version: str,
         t_gt = time.perf_counter()
         db_dir = work / 'gt' / 'database'
         db_dir.mkdir(parents=True, exist_ok=True)
-        # the train records, for the workers to inherit
-        gc.disable()  # many new objects, none garbage: no collections
-        try:
-            with open(work / f'{info_prefix}_infos_train.pkl', 'rb') as f:
-                train_infos = pickle.load(f)['data_list']
-        finally:
-            gc.enable()
-        ranges = shard_ranges(len(train_infos),
-                              phase_shard_size(len(train_infos), shard_size))
+        # the workers read their samples' records from the infos shards
+        train_count = sum(split == 'train' for split, _ in places)
+        train_spans = []
+        for start, stop in info_ranges:
+            rows = [p for split, p in places[start:stop] if split == 'train']
+            train_spans.append((rows[0] if rows else 0, len(rows)))
+        gt_ranges = shard_ranges(train_count,
+                                 phase_shard_size(train_count, shard_size))
         store_gt = ShardStore(work / 'gt')
         _STATE.update(
             gt_state,
-            train_infos=train_infos,
-            ranges=ranges,
+            train_spans=train_spans,
+            info_store=info_store,
+            ranges=gt_ranges,
             store=store_gt,
             db_dir=str(db_dir),
             info_prefix=info_prefix)
         try:
-            shards, sizes = pending(store_gt.done(len(ranges)), ranges)
-            timings['gt_samples'] = len(train_infos)
+            shards, sizes = pending(store_gt.done(len(gt_ranges)), gt_ranges)
+            timings['gt_samples'] = train_count
             timings['gt_shards_s'] = run_shards(
                 'GT database', _gt_shard, shards, sizes, workers,
-                len(train_infos))
+                train_count)
         finally:
             _STATE.clear()
         all_db_infos: Dict[str, list] = {}
         group_counter = 0
-        for shard in store_gt.read_all(len(ranges)):
+        for shard in store_gt.read_all(len(gt_ranges)):
             for objects in shard:
                 for name, db_info in objects:
                     db_info['group_id'] += group_counter
