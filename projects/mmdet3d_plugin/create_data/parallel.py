@@ -76,6 +76,15 @@ def _run_all(task, shards, workers, bar) -> None:
     """The shards in this process (one worker or one shard) or in a pool
     of forked workers, the bar updated as each finishes."""
     global _TASK
+    threads = _thread_count()
+    if workers > 1 and threads > 1:
+        # CPython 3.11 before 3.11.10 (gh-112275): a child forked while
+        # another thread runs can deadlock right after fork().
+        print(f'create_data: this process runs {threads} '
+              'threads (a test runner, a library caller); forking workers '
+              'could deadlock (CPython gh-112275), so the shards run in '
+              'this process; run tools/create_data.py for --workers')
+        workers = 1
     # The parent's objects (the devkit's tables, torch's) out of the
     # collector's sight: a forked worker's collections would otherwise
     # touch, and so copy, every page of them, and in this process each
