@@ -25,7 +25,7 @@ pays for reading 2.8 GB); measured:
 
 The outputs of an earlier run are renamed aside before the tools run and
 removed after them; a run started within a minute of an earlier one's
-removals waits first (:func:`_settle_deletions`: on this machine's ext4,
+removals waits first (:func:`settle_deletions`: on this machine's ext4,
 creating files just after removing thousands costs each tool several
 CPU-s).
 
@@ -60,7 +60,7 @@ TRAINVAL_SAMPLES = 34149
 TRAIN_SAMPLES = 28130
 NUSCENES_POINTS = 34720
 #: Seconds between removing files and timing a tool (see
-#: :func:`_settle_deletions`).
+#: :func:`settle_deletions`).
 DELETION_SETTLE_S = 65
 _PHASE_RE = re.compile(r'(infos|GT database) (\d+) samples in ([\d.]+) s')
 
@@ -110,7 +110,7 @@ def _trash(root: str) -> str:
     return root.rstrip('/') + '_trash'
 
 
-def _settle_deletions(root: str) -> None:
+def settle_deletions(root: str) -> None:
     """Wait until the last run's removals are :data:`DELETION_SETTLE_S`
     old: ext4 without a journal (this machine's) skips, for each file it
     creates, the inodes freed in the last 60 s (``recently_deleted``), so
@@ -146,8 +146,15 @@ def _remove_set_aside(root: str) -> None:
                 shutil.rmtree(path)
             else:
                 os.remove(path)
+    stamp_removal(root)
+
+
+def stamp_removal(root: str) -> None:
+    """Note that files of runs on ``root`` were just removed (for
+    :func:`settle_deletions`; ``profile_create_data.py`` notes its own)."""
     os.sync()
-    with open(osp.join(trash, '.removed'), 'w') as f:
+    os.makedirs(_trash(root), exist_ok=True)
+    with open(osp.join(_trash(root), '.removed'), 'w') as f:
         f.write(f'{time.time()}\n')
 
 
@@ -222,7 +229,7 @@ def main():
     }
     for out in outs.values():
         _set_aside(root, out)
-    _settle_deletions(root)
+    settle_deletions(root)
     _warm_page_cache(root)
     load_before = os.getloadavg()
     ours_flags = [] if args.workers is None else [

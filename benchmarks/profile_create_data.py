@@ -6,9 +6,10 @@ per-sample work in one process, on the benchmark's generated root.
 - GT database: ``create_data.gt_database.sample_objects`` of every train
   sample, its files written into a new folder of ``<root>_profile_db``
   each run (removed after). On this machine's ext4 (no journal) a file
-  created within 60 s of removing others costs up to ~1 ms more
-  (``bench_create_data._settle_deletions``): run it on a quiet file
-  system, not right after another run.
+  created within 60 s of removing others costs up to ~1 ms more: the GT
+  phase waits for the removals of earlier runs of this script or of
+  ``bench_create_data.py`` on the root to settle
+  (``bench_create_data.settle_deletions``).
 
 Each phase runs 20 samples to warm up, then all of them timed twice
 (``time.process_time``: CPU ms a sample, the faster run counts: the
@@ -96,6 +97,7 @@ def main():
     from threadpoolctl import threadpool_limits
     threadpool_limits(limits=1, user_api='blas')
 
+    from benchmarks.bench_create_data import settle_deletions, stamp_removal
     from projects.mmdet3d_plugin.create_data import gt_database
     from projects.mmdet3d_plugin.create_data.infos import SampleInfoBuilder
     from projects.mmdet3d_plugin.create_data.prepare import \
@@ -128,10 +130,12 @@ def main():
             parser_, info, info['sample_idx'], folder, 'nuscenes')
 
     shutil.rmtree(db_dir, ignore_errors=True)
+    settle_deletions(root)
     try:
         results['gt'] = _measure('GT database', train, objects, args.top)
     finally:
         shutil.rmtree(db_dir, ignore_errors=True)
+        stamp_removal(root)
     os.makedirs(osp.dirname(args.json), exist_ok=True)
     with open(args.json, 'w') as f:
         json.dump(results, f, indent=2)
