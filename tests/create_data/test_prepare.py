@@ -96,6 +96,8 @@ def test_sigkill_in_gt_database_then_restart_redoes_only_missing_shards(
         in output
     assert (f'GT database: {done} of {total} samples done by an earlier '
             f'run; {total - done} to go in {total - done} shards') in output
+    assert (f'GT database {total} samples, {total - done} of them in this '
+            'run, in ') in output
     tolerated, mismatches = product_differences(out, reference, 'v1.0-mini')
     assert (tolerated, mismatches) == ({}, [])
     assert sorted(p.name for p in out.iterdir()) == sorted(

@@ -156,13 +156,17 @@ def _metainfo(last_ignored: Set[str], version: str) -> dict:
 
 def phase_summary(timings: Dict[str, float]) -> str:
     """One line with each phase's samples, seconds and samples/s (the
-    benchmark reads it)."""
+    benchmark reads it); after a restart, the samples/s of those this run
+    did (``<phase>_run_samples``)."""
     parts = []
     for phase, label in (('infos', 'infos'), ('gt', 'GT database')):
         if f'{phase}_s' in timings:
             n, sec = timings[f'{phase}_samples'], timings[f'{phase}_s']
-            rate = n / sec if sec > 0 else float('inf')
-            parts.append(f'{label} {n} samples in {sec:.2f} s '
+            done = timings.get(f'{phase}_run_samples', n)
+            rate = done / sec if sec > 0 else float('inf')
+            what = f'{n} samples' if done == n else \
+                f'{n} samples, {done} of them in this run,'
+            parts.append(f'{label} {what} in {sec:.2f} s '
                          f'({rate:.1f} samples/s)')
     return 'create_data: ' + '; '.join(parts)
 
@@ -200,7 +204,9 @@ def create_nuscenes_infos(root_path: Union[str, Path],
             the shards, merging them, writing the info files; the first
             and the last also as ``tables_s``, ``infos_write_s``),
             ``gt_samples``, ``gt_s`` (the shards, merging them, writing
-            the dbinfos and moving the folder into place); the GT phase's
+            the dbinfos and moving the folder into place); the samples
+            this run did (the rest by an earlier one) as
+            ``infos_run_samples``, ``gt_run_samples``; the GT phase's
             start-up (before the phases) as ``gt_startup_s``.
 
     Returns:
@@ -272,6 +278,7 @@ def _prepare(root: Path, out: Path, info_prefix: str, version: str,
         shards, sizes = pending(info_store.done(len(info_ranges)),
                                 info_ranges)
         timings['infos_samples'] = len(nusc.sample)
+        timings['infos_run_samples'] = sum(sizes)
         timings['infos_shards_s'] = run_shards(
             'infos', _info_shard, shards, sizes, workers, len(nusc.sample))
     finally:
@@ -329,6 +336,7 @@ def _prepare(root: Path, out: Path, info_prefix: str, version: str,
         try:
             shards, sizes = pending(store_gt.done(len(gt_ranges)), gt_ranges)
             timings['gt_samples'] = train_count
+            timings['gt_run_samples'] = sum(sizes)
             timings['gt_shards_s'] = run_shards(
                 'GT database', _gt_shard, shards, sizes, workers,
                 train_count)
