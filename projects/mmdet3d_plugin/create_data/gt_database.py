@@ -41,6 +41,7 @@ import numba
 import numpy as np
 import torch
 
+from ..fileio.point_files import fill_from, size_problem
 from .infos import CLASSES
 from .upstream import upstream_definitions
 
@@ -160,25 +161,19 @@ def _read_points(path: str, what: str, token: str,
             'broken file).') from None
     with f:
         size = os.fstat(f.fileno()).st_size
-        if size == 0 or size % (4 * LOAD_DIM):
-            problem = 'empty' if size == 0 else (
-                f'size {size} bytes is not a multiple of {4 * LOAD_DIM} '
-                f'({LOAD_DIM} float32 per point)')
+        problem = size_problem(size, LOAD_DIM)
+        if problem:
             raise ValueError(
                 f'create_data: {path} ({what} of sample {token}): '
                 f'{problem}; the file is truncated: restore or regenerate '
                 'it (tools/check_data.py lists every broken file).')
         rows = _row_buffer(size // (4 * LOAD_DIM), slot)
-        view = memoryview(rows).cast('B')
-        done = 0
-        while done < size:
-            got = f.readinto(view[done:])
-            if not got:
-                raise ValueError(
-                    f'create_data: {path} ({what} of sample {token}): '
-                    f'{done} of its {size} bytes read; the file shrank '
-                    'while read: restore or regenerate it.')
-            done += got
+        done = fill_from(f, rows)
+        if done < size:
+            raise ValueError(
+                f'create_data: {path} ({what} of sample {token}): '
+                f'{done} of its {size} bytes read; the file shrank '
+                'while read: restore or regenerate it.')
     return rows
 
 

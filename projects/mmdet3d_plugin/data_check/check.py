@@ -37,6 +37,7 @@ from typing import Dict, List, Sequence, Tuple
 import numpy as np
 from mmengine.utils import ProgressBar
 
+from ..fileio.point_files import size_problem
 from .data_files import DataFile, in_kind_order
 from .check_report import BrokenFile, DataCheckReport
 
@@ -55,10 +56,8 @@ def _stat_problem(file: DataFile) -> str:
         return 'not a regular file'
     if info.st_size == 0:
         return 'empty'
-    if file.load_dim and info.st_size % (4 * file.load_dim) and \
-            not file.path.endswith('.npy'):
-        return (f'size {info.st_size} bytes is not a multiple of '
-                f'{4 * file.load_dim} ({file.load_dim} float32 per point)')
+    if file.load_dim and not file.path.endswith('.npy'):
+        return size_problem(info.st_size, file.load_dim)
     return ''
 
 

@@ -9,6 +9,8 @@ import torch
 
 from mmdet3d.structures.points import BasePoints
 
+from ...fileio.point_files import fill_from
+
 
 def points_like(like: Union[BasePoints, Type[BasePoints]],
                 data: Union[np.ndarray, torch.Tensor],
@@ -79,15 +81,8 @@ def read_into(path: str, array: np.ndarray) -> bool:
     except OSError:
         return False
     with stream:
-        if os.fstat(stream.fileno()).st_size != array.nbytes:
-            return False
-        view, done = memoryview(array).cast('B'), 0
-        while done < array.nbytes:
-            read = stream.readinto(view[done:])
-            if not read:
-                return False
-            done += read
-    return True
+        return os.fstat(stream.fileno()).st_size == array.nbytes and \
+            fill_from(stream, array) == array.nbytes
 
 
 #: Read buffers of :func:`read_float32_reused`, per thread and slot.
@@ -117,12 +112,8 @@ def read_float32_reused(path: str, slot: int) -> Optional[np.ndarray]:
             buffer = buffers[slot] = np.empty(size // 4 + size // 16,
                                               dtype=np.float32)
         values = buffer[:size // 4]
-        view, done = memoryview(values).cast('B'), 0
-        while done < size:
-            read = stream.readinto(view[done:])
-            if not read:
-                return None  # the file shrank while being read
-            done += read
+        if fill_from(stream, values) < size:
+            return None  # the file shrank while being read
     return values
 
 
