@@ -18,7 +18,6 @@ from pyquaternion import Quaternion
 from projects.mmdet3d_plugin.create_data import gt_database
 from projects.mmdet3d_plugin.create_data.infos import (CameraPairs,
                                                        SampleInfoBuilder,
-                                                       center_to_image,
                                                        center_to_image_batch,
                                                        image_extents, yaw)
 from projects.mmdet3d_plugin.create_data.upstream import (
@@ -41,8 +40,9 @@ def test_center_to_image_is_points_cam2img_bit_for_bit():
             torch.tensor(center[None], dtype=torch.float32),
             torch.tensor(intrinsic, dtype=torch.float32),
             with_depth=True).numpy().astype(np.float64).squeeze().tolist()
-        assert center_to_image(center, intrinsic) == theirs, (center,
-                                                              intrinsic)
+        ours = center_to_image_batch(center[None], intrinsic[None])[0]
+        assert ours.astype(np.float64).tolist() == theirs, (center,
+                                                            intrinsic)
         centers.append(center)
         intrinsics.append(intrinsic)
         expected.append(theirs)

@@ -174,15 +174,6 @@ def center_to_image_batch(centers: np.ndarray,
         return np.stack([u / w, v / w, w], -1)
 
 
-def center_to_image(center: np.ndarray,
-                    intrinsic: np.ndarray) -> List[float]:
-    """:func:`center_to_image_batch` of one centre (3,) and intrinsic
-    (3, 3), as float64 ``[u, v, depth]``."""
-    return center_to_image_batch(
-        np.asarray(center)[None], np.asarray(intrinsic)[None])[0].astype(
-            np.float64).tolist()
-
-
 def image_extents(corner_coords: Sequence[np.ndarray],
                   imsize: Tuple[int, int] = IMSIZE
                   ) -> List[Optional[Tuple[float, ...]]]:

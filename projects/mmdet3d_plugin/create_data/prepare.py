@@ -317,7 +317,7 @@ def _prepare(root: Path, out: Path, info_prefix: str, version: str,
         db_dir = work / 'gt' / 'database'
         db_dir.mkdir(parents=True, exist_ok=True)
         # the workers read their samples' records from the infos shards
-        train_count = sum(split == 'train' for split, _ in places)
+        train_count = counts['train']
         train_spans = []
         for start, stop in info_ranges:
             rows = [p for split, p in places[start:stop] if split == 'train']
