@@ -1,16 +1,23 @@
 # One entry point for a fresh machine: `make demo` and `make test` install
 # into .venv/ first when needed; `make install` does only that.
+# TORCH_SPEC='torch==2.1.2' make install: the same stack on torch 2.1.2
+# (docs/install.md lists the stacks that were run).
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+TORCH_SPEC ?=
 
-.PHONY: install demo test test-quick clean-venv
+# The oldest supported torch, in an environment of its own (test-torch2.1).
+OLD_TORCH_SPEC := torch==2.1.2
+OLD_TORCH_VENV := .venv-torch2.1
+
+.PHONY: install demo test test-quick test-torch2.1 clean-venv
 
 install: $(STAMP)
 
 $(STAMP): tools/install.sh setup.py requirements/*.txt
-	PYTHON=$(PYTHON) bash tools/install.sh $(VENV)
+	PYTHON=$(PYTHON) TORCH_SPEC='$(TORCH_SPEC)' bash tools/install.sh $(VENV)
 	touch $(STAMP)
 
 demo: $(STAMP)
@@ -37,5 +44,10 @@ test-quick: $(STAMP)
 	$(VENV)/bin/lint-imports .importlinter
 	$(PY) -m pytest $(PYTEST_XDIST) -m 'not launch and not full_size' tests
 
+# The old-torch leg of CI: the whole suite on torch 2.1.2 (the torch of
+# OpenMMLab's own mmcv 2.1.0 wheels), installed into .venv-torch2.1/.
+test-torch2.1:
+	$(MAKE) test VENV=$(OLD_TORCH_VENV) TORCH_SPEC='$(OLD_TORCH_SPEC)'
+
 clean-venv:
-	rm -rf $(VENV)
+	rm -rf $(VENV) $(OLD_TORCH_VENV)

@@ -52,6 +52,7 @@ def main() -> None:
 
     from projects.mmdet3d_plugin.cli.prepare import prepare_run
     from projects.mmdet3d_plugin.cli.runner_setup import build_runner
+    from projects.mmdet3d_plugin.compat.torch_api import total_norm
     from projects.mmdet3d_plugin.engine.nonfinite.first_module import \
         first_nonfinite_module
     from projects.mmdet3d_plugin.engine.nonfinite.guard import StepGuard
@@ -98,7 +99,7 @@ def main() -> None:
     assert len(grads) == len(guard.params), 'some parameters got no grad'
     wrapper.zero_grad()
     snapshot = _timed(guard.buffers.take, 50)
-    norm = _timed(lambda: torch.nn.utils.get_total_norm(grads).item(), 50)
+    norm = _timed(lambda: total_norm(grads).item(), 50)
     bad_step = _timed(lambda: first_nonfinite_module(model, batches[0]), 3)
     guard.unwrap()
 

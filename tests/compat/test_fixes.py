@@ -13,6 +13,7 @@ from torch import nn
 
 import projects.mmdet3d_plugin  # noqa: F401  applies the fixes
 from projects.mmdet3d_plugin.compat.cpu_dist import init_cpu_dist
+from tests.helpers.torch_features import requires_weights_only_default
 from tests.helpers.train_tool import fork_call
 
 
@@ -87,6 +88,7 @@ class _EvilGetattr:
         return (getattr, (HistoryBuffer, '__init__'))
 
 
+@requires_weights_only_default
 @pytest.mark.parametrize('payload', [_Evil(), _EvilGetattr()],
                          ids=['os.system', 'getattr(os, system)'])
 def test_weights_only_still_refuses_arbitrary_code(payload):

@@ -5,9 +5,11 @@ the fix."""
 import pytest
 from mmengine.config import Config
 
+from projects.mmdet3d_plugin.compat.torch_api import torch_at_least
 from projects.mmdet3d_plugin.dist.budget import (
-    WATCHDOG_GROUP_MARGIN, dist_wait_timeouts, process_group_timeout,
-    timeout_problems, watchdog_group_timeout, watchdog_interval)
+    PROCESS_GROUP_DEFAULT_TIMEOUT, WATCHDOG_GROUP_MARGIN, dist_wait_timeouts,
+    process_group_timeout, timeout_problems, watchdog_group_timeout,
+    watchdog_interval)
 
 
 def _cfg(dist_timeout=None, hooks=(), **evaluators):
@@ -37,10 +39,11 @@ def test_watchdog_group_timeout(timeout, interval, expected):
 
 
 @pytest.mark.parametrize('cfg, backend, expected', [
-    (_cfg(), 'nccl', (600.0, False)),
+    (_cfg(), 'nccl', (PROCESS_GROUP_DEFAULT_TIMEOUT['nccl'], False)),
     (_cfg(), 'gloo', (1800.0, False)),
     (_cfg(), 'mpi', (1800.0, False)),
-    (dict(env_cfg=dict(dist_cfg=None)), 'nccl', (600.0, False)),
+    (dict(env_cfg=dict(dist_cfg=None)), 'nccl',
+     (PROCESS_GROUP_DEFAULT_TIMEOUT['nccl'], False)),
     (_cfg(dist_timeout=7200), 'nccl', (7200.0, True)),
     (_cfg(dist_timeout=7200), 'gloo', (7200.0, True)),
 ])
@@ -69,14 +72,33 @@ def test_ordered_timeouts_have_no_problem():
 
 
 def test_watchdog_slower_than_the_default_nccl_timeout():
-    # The defaults: 1800 s + 10 s against NCCL's 600 s.
+    # The defaults: 1800 s + 10 s against NCCL's 600 s (torch >= 2.2) or
+    # 1800 s (torch 2.1, default_pg_timeout for every backend).
+    nccl = 600 if torch_at_least('2.2') else 1800
+    assert PROCESS_GROUP_DEFAULT_TIMEOUT['nccl'] == nccl
     cfg = _cfg(hooks=[dict(type='DistWatchdogHook')])
     assert timeout_problems(cfg) == [
         "DistWatchdogHook: timeout=1800 s (+ interval 10 s) is not below "
-        "the process group's collective timeout (600 s, torch's nccl "
+        f"the process group's collective timeout ({nccl} s, torch's nccl "
         "default): nccl would end a hung job first, without stacks. Fix: "
-        "set the hook's timeout to about 300, or raise "
+        f"set the hook's timeout to about {nccl // 2}, or raise "
         "env_cfg.dist_cfg.timeout above 1810"]
+
+
+def test_the_nccl_default_is_the_installed_torchs():
+    """torch >= 2.2 names NCCL's own default (10 minutes); torch 2.1 has
+    only default_pg_timeout, which NCCL then uses."""
+    import torch.distributed.constants as constants
+    if hasattr(constants, 'default_pg_nccl_timeout') and \
+            constants.default_pg_nccl_timeout is not None:
+        assert PROCESS_GROUP_DEFAULT_TIMEOUT['nccl'] == \
+            constants.default_pg_nccl_timeout.total_seconds()
+    elif not torch_at_least('2.2'):
+        assert not hasattr(constants, 'default_pg_nccl_timeout')
+        assert PROCESS_GROUP_DEFAULT_TIMEOUT['nccl'] == \
+            constants.default_pg_timeout.total_seconds()
+    assert PROCESS_GROUP_DEFAULT_TIMEOUT['gloo'] == \
+        constants.default_pg_timeout.total_seconds()
 
 
 @pytest.mark.parametrize('hook', [

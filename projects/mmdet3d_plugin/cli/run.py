@@ -14,6 +14,7 @@ from mmengine.config import Config
 from mmengine.logging import print_log
 from mmengine.runner import Runner
 
+from ..compat.checkpoints import weights_only_note
 from ..compat.python_fork import FIX as FORK_FIX
 from ..compat.python_fork import fork_deadlock
 from ..engine.checkpoint_fit import check_checkpoint_fits
@@ -70,11 +71,21 @@ def warn_fork_deadlock(cfg: Config) -> None:
                   level=logging.WARNING)
 
 
+def note_checkpoint_loading(loads_checkpoint: bool) -> None:
+    """One line when the run loads a checkpoint on a torch older than
+    weights-only loading by default (``compat/checkpoints.py``)."""
+    note = weights_only_note() if loads_checkpoint else None
+    if note:
+        print_log(note, logger='current', level=logging.INFO)
+
+
 def train(args: argparse.Namespace) -> Runner:
     """Train as mmdet3d's ``tools/train.py`` does, with the plugin's extras."""
     _set_local_rank(args)
     runner = _runner(prepare_train(args))
     warn_fork_deadlock(runner.cfg)
+    note_checkpoint_loading(bool(runner.cfg.get('load_from')
+                                 or runner.cfg.get('resume')))
     runner.train()
     return runner
 
@@ -83,6 +94,7 @@ def test(args: argparse.Namespace) -> dict:
     """Test a checkpoint as mmdet3d's ``tools/test.py`` does."""
     _set_local_rank(args)
     runner = _runner(prepare_test(args))
+    note_checkpoint_loading(True)
     check_checkpoint_fits(runner.model, args.checkpoint, args.config)
     metrics = runner.test()
     if metrics is None:

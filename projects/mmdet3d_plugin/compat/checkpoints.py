@@ -10,10 +10,13 @@ arbitrary files still cannot run code. Remove once mmengine > 0.10.7 is
 required.
 """
 import pickle
+from typing import Optional
 
 import numpy as np
 import torch
 from mmengine.logging import HistoryBuffer
+
+from .torch_api import torch_at_least
 
 _HISTORY_BUFFER_METHODS = ('min', 'max', 'current', 'mean')
 
@@ -28,6 +31,17 @@ def _history_buffer_getattr(obj, name: str):
         'HistoryBuffer statistics methods may be resolved while loading with '
         'weights_only=True. Load the file with torch.load(..., '
         'weights_only=False) only if you trust it.')
+
+
+def weights_only_note() -> Optional[str]:
+    """One line for a run that loads a checkpoint on a torch without
+    weights-only loading by default (torch < 2.6), or None on a newer one.
+    """
+    if torch_at_least('2.6'):
+        return None
+    return (f'torch {torch.__version__} loads checkpoints with pickle '
+            '(weights-only loading, which runs no code from the file, is '
+            "torch's default from 2.6): load only checkpoints you trust")
 
 
 def allow_mmengine_checkpoints() -> None:

@@ -29,6 +29,12 @@ from packaging.version import Version
 #: Environment variable naming switchable fixes to leave off.
 OFF_VARIABLE = 'MMDET3D_PLUGIN_COMPAT_OFF'
 
+#: The torch versions the suite ran on, oldest to newest: 2.1.2 (the torch
+#: of OpenMMLab's own mmcv 2.1.0 wheels) and 2.13.0 (docs/install.md). A
+#: torch entry below is reviewed against both ends; ``upstream_checks``
+#: records the source of each copy of torch code at each end.
+TORCH_RUN = '>=2.1.2,<2.14'
+
 
 @dataclass(frozen=True)
 class Override:
@@ -68,7 +74,7 @@ OVERRIDES = (
         'multiarray._reconstruct',
         upstream='mmengine #1655 (fixed on main, unreleased)',
         remove_when='mmengine > 0.10.7 is required',
-        reviewed={'torch': '>=2.4,<2.14', 'mmengine': '>=0.10.0,<=0.10.7',
+        reviewed={'torch': TORCH_RUN, 'mmengine': '>=0.10.0,<=0.10.7',
                   'numpy': '>=1.24,<2'},
         at_import=True),
     Override(
@@ -103,7 +109,7 @@ OVERRIDES = (
         upstream='torch.distributed.rendezvous._create_c10d_store '
         '(no per-attempt prefix); pytorch #135712',
         remove_when='torchrun gives each attempt a store namespace of its own',
-        reviewed={'torch': '>=2.4,<2.14', 'mmengine': '>=0.10.0,<=0.10.7'}),
+        reviewed={'torch': TORCH_RUN, 'mmengine': '>=0.10.0,<=0.10.7'}),
     Override(
         name='spconv_cpu_backward',
         where='compat/spconv_cpu.py: let_spconv_train_on_cpu',
@@ -340,7 +346,7 @@ OVERRIDES = (
         '(private module)',
         remove_when='DataLoader takes a per-sample hook (or mmengine seeds '
         'each sample from its place in the run)',
-        reviewed={'torch': '>=2.4,<2.14'}),
+        reviewed={'torch': TORCH_RUN}),
     Override(
         name='resumable_sampler',
         where='engine/resume/sampler.py: ResumableSampler',
@@ -391,7 +397,7 @@ OVERRIDES = (
         'class (doctor/checks/model.py and doctor/checks/optim.py too)',
         upstream='torch.nn.modules.batchnorm._BatchNorm',
         remove_when='torch has a public BatchNorm base class',
-        reviewed={'torch': '>=2.4,<2.14'}),
+        reviewed={'torch': TORCH_RUN}),
     Override(
         name='preemption_default_store',
         where='engine/preemption/preemption_hook.py: PreemptionHook, '
@@ -400,7 +406,7 @@ OVERRIDES = (
         "from torch's private distributed_c10d._get_default_store()",
         upstream='torch.distributed.distributed_c10d._get_default_store',
         remove_when="torch exposes the default group's store",
-        reviewed={'torch': '>=2.4,<2.14'}),
+        reviewed={'torch': TORCH_RUN}),
     Override(
         name='cpu_bf16_onednn_check',
         where='engine/cpu_bf16.py: cpu_bf16_native, '
@@ -410,7 +416,7 @@ OVERRIDES = (
         'natively (absent: taken as emulated)',
         upstream='torch.ops.mkldnn._is_mkldnn_bf16_supported',
         remove_when='torch tells whether the CPU runs bfloat16 natively',
-        reviewed={'torch': '>=2.4,<2.14'}),
+        reviewed={'torch': TORCH_RUN}),
     Override(
         name='bf16_optim_wrapper',
         where='engine/optimizers/bf16_optim_wrapper.py: BF16AmpOptimWrapper',
@@ -460,6 +466,16 @@ OVERRIDES = (
         remove_when='the devkit evaluates arrays in seconds',
         reviewed={'nuscenes-devkit': '==1.2.0'}),
     Override(
+        name='torch_total_norm',
+        where='compat/torch_api.py: total_norm, _total_norm_before_2_6',
+        what="computes torch 2.6's get_total_norm on an older torch with "
+        "torch's private _foreach_utils (_group_tensors_by_device_and_dtype, "
+        '_has_foreach_support) and torch._foreach_norm, as torch 2.1\'s '
+        'clip_grad_norm_ does: the same value, bit for bit',
+        upstream='torch.nn.utils.get_total_norm (torch >= 2.6)',
+        remove_when='torch >= 2.6 is the oldest supported torch',
+        reviewed={'torch': TORCH_RUN}),
+    Override(
         name='torch_error_file',
         where='failures/error_files.py: RankErrorHandler, '
         'error_file_data',
@@ -469,7 +485,7 @@ OVERRIDES = (
         upstream='torch.distributed.elastic.multiprocessing.errors.'
         'ErrorHandler.record_exception',
         remove_when="torch elastic's handler takes extra fields",
-        reviewed={'torch': '>=2.4,<2.14'}),
+        reviewed={'torch': TORCH_RUN}),
 )
 
 

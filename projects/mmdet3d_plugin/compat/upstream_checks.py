@@ -10,7 +10,10 @@ the tests compare with the installed packages:
   defined in the module, or assigned (``self.<name> = ...``) in the
   class or one of its upstream bases.
 * :class:`Copy`: upstream code the plugin re-implements, or runs as its own:
-  the sha256 of its source (:func:`source_sha256`) must be the one recorded.
+  the sha256 of its source (:func:`source_sha256`) must be the one recorded
+  for the installed version (:meth:`Copy.expected`): a copy whose upstream
+  source differs between two supported versions records each
+  (``other_versions``); a version between them must match one of those.
 
 Each records the package version it was taken at (``checked``).
 ``tests/compat/test_upstream_checks.py`` fails on any difference, naming the
@@ -72,11 +75,26 @@ class Copy:
         checked (str): ``'<distribution> <version>'`` it was hashed at.
         target (str): The upstream function, method, class or module.
         sha256 (str): :func:`source_sha256` of the target at ``checked``.
+        other_versions (tuple[tuple[str, str]]): ``(version, sha256)`` of
+            the target at other reviewed versions where its source differs
+            (torch 2.1.2's docstrings and signatures, say). Defaults to ().
     """
     override: str
     checked: str
     target: str
     sha256: str
+    other_versions: Tuple[Tuple[str, str], ...] = ()
+
+    def expected(self, installed: str) -> Tuple[str, ...]:
+        """The hashes the source may have at version ``installed``: the
+        one recorded at that version, else any recorded one (the source
+        unchanged since a reviewed version)."""
+        recorded = dict(self.other_versions)
+        recorded[self.checked.partition(' ')[2]] = self.sha256
+        local = installed.split('+')[0]  # 2.1.2+cu121 -> 2.1.2
+        if local in recorded:
+            return (recorded[local], )
+        return tuple(dict.fromkeys(recorded.values()))
 
 
 Check = Union[Private, Copy]
@@ -231,7 +249,11 @@ CHECKS: Tuple[Check, ...] = (
     # restart_store
     Copy('restart_store', TORCH,
          'torch.distributed.rendezvous._create_c10d_store',
-         '5e4ae7b3a73720833b69a0c76e59d3634b82f2ddf27fce16c355a4aeb12c52f3'),
+         '5e4ae7b3a73720833b69a0c76e59d3634b82f2ddf27fce16c355a4aeb12c52f3',
+         # 2.1.2 prefixes the agent's store with the attempt itself; the
+         # plugin's prefix goes on top, the same keys on both.
+         other_versions=(('2.1.2', 'bc8f42437ae374335a2ed5f1c90803bb7616f9e'
+                          'dec1c8d70923d58f7f2b05ed0'), )),
     Copy('restart_store', MMENGINE,
          'mmengine.dist.utils._init_dist_pytorch',
          '8a14beff62037f6b5e3e4abd4563f6d4a08f658a04ed5b04a0d47185caa8b614'),
@@ -546,9 +568,19 @@ CHECKS: Tuple[Check, ...] = (
     Copy('devkit_detection_eval', NUSCENES,
          'nuscenes.eval.common.loaders.filter_eval_boxes',
          '569a946c4c2ce384e4879fd79088351fe5bc09c55f3095cde5e8a762c99c47de'),
+    # torch_total_norm
+    Private('torch_total_norm', TORCH,
+            'torch.utils._foreach_utils._group_tensors_by_device_and_dtype',
+            '(tensorlistlist, with_indices=False)'),
+    Private('torch_total_norm', TORCH,
+            'torch.utils._foreach_utils._has_foreach_support',
+            '(tensors, device)'),
     # torch_error_file
     Copy('torch_error_file', TORCH,
          'torch.distributed.elastic.multiprocessing.errors.ErrorHandler'
          '.record_exception',
-         'f27d2dbc07d4d34fed5d71126dd477f13a9437b8de27b6a04d3319ba144a2ac1'),
+         'f27d2dbc07d4d34fed5d71126dd477f13a9437b8de27b6a04d3319ba144a2ac1',
+         # 2.1.2: the same file layout, another docstring.
+         other_versions=(('2.1.2', '280b352124b387d4369546536d17c642a863230'
+                          'eef2c76a39042ff2a10928764'), )),
 )

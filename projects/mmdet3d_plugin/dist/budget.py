@@ -3,7 +3,8 @@
 Four timeouts must be ordered, and each was validated alone:
 
 - the process group's collective timeout (``env_cfg.dist_cfg.timeout``;
-  torch's default is 600 s for NCCL, 1800 s for gloo): NCCL aborts every
+  torch's default is 600 s for NCCL from torch 2.2, 1800 s for gloo and
+  for NCCL on torch 2.1): NCCL aborts every
   rank, without a Python stack, once a collective waits that long;
 - ``DistWatchdogHook.timeout``: seconds without progress that count as a
   hang; it must end a hang (``timeout + interval``) before the process
@@ -19,8 +20,16 @@ problem where the run is prepared, the doctor reports it.
 """
 from typing import Dict, Iterator, List, Optional, Tuple
 
-#: torch's default collective timeout when ``dist_cfg.timeout`` is unset.
-PROCESS_GROUP_DEFAULT_TIMEOUT = {'nccl': 600.0, 'gloo': 1800.0}
+from ..compat.torch_api import torch_at_least
+
+#: torch's default collective timeout when ``dist_cfg.timeout`` is unset:
+#: torch 2.2 gave NCCL a default of its own (``default_pg_nccl_timeout``, 10
+#: minutes); torch 2.1 used ``default_pg_timeout`` (30 minutes) for every
+#: backend, enforced under NCCL since ``NCCL_ASYNC_ERROR_HANDLING`` defaults
+#: to 1 there.
+PROCESS_GROUP_DEFAULT_TIMEOUT = {
+    'nccl': 600.0 if torch_at_least('2.2') else 1800.0,
+    'gloo': 1800.0}
 #: ``DistWatchdogHook``'s defaults.
 WATCHDOG_DEFAULT_TIMEOUT = 1800.0
 #: Seconds added to two rounds for the watchdog group's own timeout.

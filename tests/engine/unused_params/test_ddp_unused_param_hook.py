@@ -24,6 +24,7 @@ from projects.mmdet3d_plugin.engine.unused_params.ddp_unused_param_hook \
     import DDPUnusedParamHook
 from projects.mmdet3d_plugin.cli.find_unused import find_unused_parameters
 from tests.helpers.ddp_runner import run_ranks
+from tests.helpers.torch_features import requires_cpu_grad_scaler
 from tests.helpers.train_tool import fork_call
 from projects.mmdet3d_plugin.engine.unused_params.summary import (
     UnusedParamSummary)
@@ -240,7 +241,8 @@ def test_single_process_report(tmp_path):
     assert 'run_iter' not in vars(runner.train_loop)
 
 
-@pytest.mark.parametrize('amp', [False, True])
+@pytest.mark.parametrize(
+    'amp', [False, pytest.param(True, marks=requires_cpu_grad_scaler)])
 def test_accumulation_and_amp(tmp_path, amp):
     # batch_size=1: iteration 0 runs branch 'a', iteration 1 branch 'b'.
     # Parameters are zero-grad'ed only every second iteration and, with

@@ -26,6 +26,8 @@ from typing import List, Optional
 import torch
 from mmengine.dist import all_gather_object, get_world_size
 
+from ...compat.torch_api import total_norm
+
 
 class BufferSnapshot:
     """Every floating-point or integer buffer of a model (BatchNorm's
@@ -98,8 +100,7 @@ class StepGuard:
 
     def step(self, **kwargs) -> None:
         grads = [p.grad for p in self.params if p.grad is not None]
-        norm = (torch.nn.utils.get_total_norm(grads) if grads else
-                torch.zeros(()))
+        norm = total_norm(grads) if grads else torch.zeros(())
         self.grad_norm = norm.item()
         bad = not math.isfinite(self.grad_norm)
         if bad and self.scaler is not None:

@@ -23,6 +23,7 @@ from mmengine.hooks import Hook
 from torch.distributed import PrefixStore, distributed_c10d
 
 from mmdet3d.registry import HOOKS
+from ...compat.torch_api import store_get_if_set
 from ...constants import PREEMPTED_EXIT_CODE
 from ..atomic_checkpoint.atomic_checkpoint_hook import \
     save_iteration_checkpoint
@@ -202,8 +203,10 @@ class PreemptionHook(Hook):
                 mine = (f'{done + 1} {signal.Signals(self.received).name} '
                         f'{get_rank()}')
                 self._stop(self._store.compare_set(_STOP_KEY, '', mine))
-            elif self._store.check([_STOP_KEY]):
-                self._stop(self._store.get(_STOP_KEY))
+            else:
+                agreed = store_get_if_set(self._store, _STOP_KEY)
+                if agreed is not None:
+                    self._stop(agreed)
         return self._stop_at
 
     def _stop(self, value: bytes) -> None:

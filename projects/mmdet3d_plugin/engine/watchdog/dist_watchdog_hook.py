@@ -56,8 +56,9 @@ class DistWatchdogHook(Hook):
     as a hang, naming the phase, a few seconds before that runs out (the
     waiting ranks would then fail without stacks). Under NCCL keep
     ``timeout`` below the process group's timeout
-    (``env_cfg.dist_cfg.timeout``; torch's NCCL default is 600 s), or NCCL
-    aborts first, without stacks; the hook warns when it is not.
+    (``env_cfg.dist_cfg.timeout``; torch's NCCL default is 600 s, 1800 s
+    on torch 2.1), or NCCL aborts first, without stacks; the hook warns
+    when it is not.
 
     Args:
         timeout (float): Seconds without progress that count as a hang.

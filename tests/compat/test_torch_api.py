@@ -1,0 +1,102 @@
+"""The fallbacks of torch APIs newer than torch 2.1 give what the API gives,
+on the torch installed (2.1.2 and 2.13 in CI)."""
+import math
+
+import pytest
+import torch
+
+from projects.mmdet3d_plugin.compat import torch_api
+from projects.mmdet3d_plugin.compat.torch_api import (_total_norm_before_2_6,
+                                                      nccl_env, total_norm)
+
+
+def _gradients(seed: int):
+    """Tensors of several sizes and dtypes, as a model's gradients are."""
+    gen = torch.Generator().manual_seed(seed)
+    tensors = [torch.randn(shape, generator=gen) * scale
+               for shape, scale in (((64, 3, 3, 3), 1e-3), ((64, ), 10.0),
+                                    ((128, 64), 1.0), ((1, ), 1e4),
+                                    ((7, 5, 3), 0.1))]
+    tensors.append(torch.randn(33, generator=gen).double())
+    tensors.append(torch.randn(9, generator=gen).half())
+    return tensors
+
+
+def _reference_norm(tensors, norm_type):
+    """torch's own total norm on this torch: ``get_total_norm`` from 2.6,
+    the norm ``clip_grad_norm_`` returns before (the same computation; an
+    infinite ``max_norm`` leaves the copies' values as they were)."""
+    if hasattr(torch.nn.utils, 'get_total_norm'):
+        return torch.nn.utils.get_total_norm(tensors, norm_type)
+    params = [torch.nn.Parameter(torch.zeros_like(t)) for t in tensors]
+    for param, tensor in zip(params, tensors):
+        param.grad = tensor.clone()
+    return torch.nn.utils.clip_grad_norm_(params, math.inf, norm_type)
+
+
+@pytest.mark.parametrize('norm_type', [2.0, 1.0, math.inf])
+@pytest.mark.parametrize('seed', [0, 1, 2])
+def test_total_norm_is_torchs_bit_for_bit(seed, norm_type):
+    tensors = _gradients(seed)
+    expected = _reference_norm(tensors, norm_type)
+    for got in (total_norm(tensors, norm_type),
+                _total_norm_before_2_6(tensors, norm_type)):
+        assert got.dtype == expected.dtype and got.shape == ()
+        assert got.item() == expected.item()  # the same bits, not close
+
+
+@pytest.mark.parametrize('bad', [math.inf, math.nan])
+def test_total_norm_of_a_non_finite_gradient_is_not_finite(bad):
+    tensors = _gradients(3)
+    tensors[2][5, 7] = bad
+    for got in (total_norm(tensors), _total_norm_before_2_6(tensors, 2.0)):
+        assert not math.isfinite(got.item())
+    expected = _reference_norm(tensors, 2.0).item()
+    assert math.isnan(got.item()) == math.isnan(expected)
+
+
+def test_total_norm_of_nothing_and_of_one_tensor():
+    assert total_norm([]).item() == 0.0
+    assert _total_norm_before_2_6([], 2.0).item() == 0.0
+    one = torch.tensor([3.0, 4.0])
+    assert total_norm(one).item() == 5.0
+    assert _total_norm_before_2_6(one, 2.0).item() == 5.0
+
+
+def test_the_version_gates_follow_the_installed_torch():
+    version = torch_api.TORCH_VERSION
+    assert str(version) == torch.__version__.split('+')[0]
+    assert version >= torch_api.OLDEST_SUPPORTED
+    assert torch_api.has_cpu_grad_scaler() == (version.release >= (2, 3))
+    assert hasattr(torch.nn.utils, 'get_total_norm') == (
+        version.release >= (2, 6))
+    prefix = 'TORCH_NCCL_' if version.release >= (2, 2) else 'NCCL_'
+    assert nccl_env('ASYNC_ERROR_HANDLING') == \
+        prefix + 'ASYNC_ERROR_HANDLING'
+
+
+@pytest.mark.parametrize('kind', ['hash', 'file', 'tcp'])
+def test_store_get_if_set_reads_without_waiting_or_setting(kind, tmp_path):
+    import datetime
+
+    import torch.distributed as torch_dist
+
+    from projects.mmdet3d_plugin.compat.torch_api import store_get_if_set
+    from projects.mmdet3d_plugin.dist.ports import free_port
+    if kind == 'hash':
+        base = torch_dist.HashStore()
+    elif kind == 'file':
+        base = torch_dist.FileStore(str(tmp_path / 'store'), 1)
+    else:
+        base = torch_dist.TCPStore('127.0.0.1', free_port(), 1, True,
+                                   datetime.timedelta(seconds=30))
+    store = torch_dist.PrefixStore('plugin', base)
+    store.set_timeout(datetime.timedelta(seconds=30))
+    keys = base.num_keys()
+    assert store_get_if_set(store, 'stop_at') is None
+    assert store_get_if_set(store, 'stop_at') is None
+    assert base.num_keys() == keys  # nothing was set
+    store.set('stop_at', '12 SIGTERM 1')
+    assert store_get_if_set(store, 'stop_at') == b'12 SIGTERM 1'
+    assert store.compare_set('other', '', 'x') == b'x'
+    assert store_get_if_set(store, 'other') == b'x'
