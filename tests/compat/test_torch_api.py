@@ -100,3 +100,28 @@ def test_store_get_if_set_reads_without_waiting_or_setting(kind, tmp_path):
     assert store_get_if_set(store, 'stop_at') == b'12 SIGTERM 1'
     assert store.compare_set('other', '', 'x') == b'x'
     assert store_get_if_set(store, 'other') == b'x'
+
+
+def test_gpu_amp_names_exist_on_this_torch():
+    """What the fp16 / bf16 presets and --amp reach on a GPU, read on the
+    installed torch where no GPU runs them: the GradScaler mmengine's
+    AmpOptimWrapper builds (torch.cuda.amp.GradScaler on 2.1, 2.13's
+    deprecated alias of torch.amp.GradScaler('cuda')) takes every loss_scale
+    argument the config check lets through, and the autocast and memory
+    calls exist."""
+    import inspect
+
+    from mmengine.optim.optimizer import amp_optimizer_wrapper
+
+    from projects.mmdet3d_plugin.config.optim_wrapper import \
+        _GRAD_SCALER_ARGS
+    scaler = amp_optimizer_wrapper.GradScaler
+    assert scaler is torch.cuda.amp.GradScaler
+    parameters = inspect.signature(scaler.__init__).parameters
+    assert set(_GRAD_SCALER_ARGS) <= set(parameters), parameters
+    for name in ('is_bf16_supported', 'max_memory_allocated',
+                 'reset_peak_memory_stats', 'get_device_name'):
+        assert callable(getattr(torch.cuda, name)), name
+    with torch.autocast(device_type='cpu', dtype=torch.bfloat16):
+        out = torch.nn.functional.linear(torch.ones(2, 3), torch.ones(4, 3))
+    assert out.dtype == torch.bfloat16

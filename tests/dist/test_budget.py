@@ -8,6 +8,7 @@ from mmengine.config import Config
 from projects.mmdet3d_plugin.compat.torch_api import torch_at_least
 from projects.mmdet3d_plugin.dist.budget import (
     PROCESS_GROUP_DEFAULT_TIMEOUT, WATCHDOG_GROUP_MARGIN, dist_wait_timeouts,
+    nccl_setting_problems,
     process_group_timeout, timeout_problems, watchdog_group_timeout,
     watchdog_interval)
 
@@ -116,9 +117,12 @@ def test_watchdog_ending_with_the_configured_timeout(hook):
 
 
 def test_gloo_backend_uses_its_own_default():
+    # 900 s + 10 s: below gloo's 1800 s; NCCL's 600 s from torch 2.2
+    # (torch 2.1: 1800 s too).
     cfg = _cfg(hooks=[dict(type='DistWatchdogHook', timeout=900)])
     assert timeout_problems(cfg, backend='gloo') == []
-    assert len(timeout_problems(cfg, backend='nccl')) == 1
+    assert len(timeout_problems(cfg, backend='nccl')) == (
+        1 if torch_at_least('2.2') else 0)
 
 
 @pytest.mark.parametrize('wait', [0, -5])
@@ -129,3 +133,36 @@ def test_non_positive_dist_wait_timeout(wait):
         f'test_evaluator[1]: dist_wait_timeout={wait} must be positive. '
         'Fix: set test_evaluator[1].dist_wait_timeout to the longest '
         'evaluation you expect, e.g. 14400']
+
+
+def test_an_nccl_setting_under_the_other_torchs_name_is_named():
+    """torch 2.1 reads NCCL_ASYNC_ERROR_HANDLING / NCCL_BLOCKING_WAIT,
+    torch >= 2.2 TORCH_NCCL_*: the name the installed torch ignores is a
+    problem with the name it reads."""
+    read = 'TORCH_NCCL_' if torch_at_least('2.2') else 'NCCL_'
+    ignored = 'NCCL_' if read == 'TORCH_NCCL_' else 'TORCH_NCCL_'
+    assert nccl_setting_problems({}) == []
+    assert nccl_setting_problems({read + 'BLOCKING_WAIT': '1'}) == []
+    problems = nccl_setting_problems({ignored + 'BLOCKING_WAIT': '1',
+                                      ignored + 'ASYNC_ERROR_HANDLING': '3'})
+    assert len(problems) == 2
+    assert problems[0].startswith(f'{ignored}ASYNC_ERROR_HANDLING=3 is set, '
+                                  f'but this torch reads {read}ASYNC_')
+    assert problems[1].endswith(f'Fix: export {read}BLOCKING_WAIT=1')
+    # Both names set: the one read is there, nothing to say.
+    assert nccl_setting_problems({ignored + 'BLOCKING_WAIT': '1',
+                                  read + 'BLOCKING_WAIT': '1'}) == []
+
+
+def test_timeout_problems_name_the_ignored_nccl_setting(monkeypatch):
+    ignored = ('NCCL_' if torch_at_least('2.2') else 'TORCH_NCCL_') + \
+        'ASYNC_ERROR_HANDLING'
+    for setting in ('ASYNC_ERROR_HANDLING', 'BLOCKING_WAIT'):
+        for prefix in ('NCCL_', 'TORCH_NCCL_'):
+            monkeypatch.delenv(prefix + setting, raising=False)
+    cfg = _cfg(dist_timeout=3600, hooks=[dict(type='DistWatchdogHook')])
+    assert timeout_problems(cfg, 'nccl') == []
+    monkeypatch.setenv(ignored, '1')
+    assert [p.split(' ')[0] for p in timeout_problems(cfg, 'nccl')] == [
+        f'{ignored}=1']
+    assert timeout_problems(cfg, 'gloo') == []

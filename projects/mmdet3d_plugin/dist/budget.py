@@ -15,12 +15,15 @@ Four timeouts must be ordered, and each was validated alone:
   wait for rank 0 to evaluate, on the metric's own group. The watchdog
   counts that phase against it (:mod:`.phase`), not against its timeout.
 
-:func:`timeout_problems` reads them from a config; the tools stop on a
+:func:`timeout_problems` reads them from a config (and, under NCCL,
+:func:`nccl_setting_problems` the environment: a timeout setting under the
+name this torch does not read); the tools stop on a
 problem where the run is prepared, the doctor reports it.
 """
+import os
 from typing import Dict, Iterator, List, Optional, Tuple
 
-from ..compat.torch_api import torch_at_least
+from ..compat.torch_api import nccl_env, torch_at_least
 
 #: torch's default collective timeout when ``dist_cfg.timeout`` is unset:
 #: torch 2.2 gave NCCL a default of its own (``default_pg_nccl_timeout``, 10
@@ -83,6 +86,40 @@ def dist_wait_timeouts(cfg) -> Dict[str, float]:
     return out
 
 
+#: The NCCL settings of torch that enforce the collective timeout, without
+#: prefix (:func:`~..compat.torch_api.nccl_env` gives this torch's name).
+NCCL_TIMEOUT_SETTINGS = ('ASYNC_ERROR_HANDLING', 'BLOCKING_WAIT')
+
+
+def nccl_setting_problems(environ: Optional[Dict[str, str]] = None
+                          ) -> List[str]:
+    """NCCL timeout settings set under the name this torch does not read
+    (``TORCH_NCCL_*`` from torch 2.2, ``NCCL_*`` on torch 2.1), one message
+    each.
+
+    Args:
+        environ (dict, optional): The environment. Defaults to
+            ``os.environ``.
+
+    Returns:
+        list[str]: What is wrong and the fix; empty when nothing is.
+    """
+    environ = os.environ if environ is None else environ
+    problems = []
+    for setting in NCCL_TIMEOUT_SETTINGS:
+        read = nccl_env(setting)
+        other = ('NCCL_' if read.startswith('TORCH_') else
+                 'TORCH_NCCL_') + setting
+        if other in environ and read not in environ:
+            problems.append(
+                f'{other}={environ[other]} is set, but this torch reads '
+                f'{read} (torch 2.2 renamed NCCL_{setting} to '
+                f'TORCH_NCCL_{setting}; the new name means nothing to torch '
+                f'2.1), so the setting is not applied. Fix: export '
+                f'{read}={environ[other]}')
+    return problems
+
+
 def timeout_problems(cfg, backend: str = 'nccl') -> List[str]:
     """The timeouts of ``cfg`` that are not ordered, one message each.
 
@@ -94,7 +131,7 @@ def timeout_problems(cfg, backend: str = 'nccl') -> List[str]:
     Returns:
         list[str]: What is wrong and the fix; empty when ordered.
     """
-    problems = []
+    problems = nccl_setting_problems() if backend == 'nccl' else []
     group, configured = process_group_timeout(cfg, backend)
     where = ('env_cfg.dist_cfg.timeout' if configured else
              f"torch's {backend} default")
