@@ -75,33 +75,6 @@ def test_the_version_gates_follow_the_installed_torch():
         prefix + 'ASYNC_ERROR_HANDLING'
 
 
-@pytest.mark.parametrize('kind', ['hash', 'file', 'tcp'])
-def test_store_get_if_set_reads_without_waiting_or_setting(kind, tmp_path):
-    import datetime
-
-    import torch.distributed as torch_dist
-
-    from projects.mmdet3d_plugin.compat.torch_api import store_get_if_set
-    from projects.mmdet3d_plugin.dist.ports import free_port
-    if kind == 'hash':
-        base = torch_dist.HashStore()
-    elif kind == 'file':
-        base = torch_dist.FileStore(str(tmp_path / 'store'), 1)
-    else:
-        base = torch_dist.TCPStore('127.0.0.1', free_port(), 1, True,
-                                   datetime.timedelta(seconds=30))
-    store = torch_dist.PrefixStore('plugin', base)
-    store.set_timeout(datetime.timedelta(seconds=30))
-    keys = base.num_keys()
-    assert store_get_if_set(store, 'stop_at') is None
-    assert store_get_if_set(store, 'stop_at') is None
-    assert base.num_keys() == keys  # nothing was set
-    store.set('stop_at', '12 SIGTERM 1')
-    assert store_get_if_set(store, 'stop_at') == b'12 SIGTERM 1'
-    assert store.compare_set('other', '', 'x') == b'x'
-    assert store_get_if_set(store, 'other') == b'x'
-
-
 def test_gpu_amp_names_exist_on_this_torch():
     """What the fp16 / bf16 presets and --amp reach on a GPU, read on the
     installed torch where no GPU runs them: the GradScaler mmengine's

@@ -10,11 +10,6 @@ they give on every supported torch (2.1.2 to 2.13).
 * :func:`has_cpu_grad_scaler`: ``torch.amp.GradScaler`` (with a ``'cpu'``
   device) came with torch 2.3; before, only CUDA had a GradScaler
   (``torch.cuda.amp.GradScaler``).
-* :func:`store_get_if_set`: ``Store.check`` (whether keys are set,
-  without waiting) is not bound in torch 2.1's Python API; there a
-  ``compare_set`` whose expected value no one writes reads the key without
-  waiting and without setting it (c10d's compare-set returns the expected
-  value for a missing key, the stored one otherwise).
 * :func:`nccl_env`: the NCCL settings torch reads were renamed in torch 2.2
   (``NCCL_ASYNC_ERROR_HANDLING`` -> ``TORCH_NCCL_ASYNC_ERROR_HANDLING``,
   ``NCCL_BLOCKING_WAIT`` -> ``TORCH_NCCL_BLOCKING_WAIT``); the old names
@@ -22,7 +17,7 @@ they give on every supported torch (2.1.2 to 2.13).
 
 Remove a fallback once the oldest supported torch has the API.
 """
-from typing import Iterable, Optional, Union
+from typing import Iterable, Union
 
 import torch
 from packaging.version import Version
@@ -86,29 +81,6 @@ def has_cpu_grad_scaler() -> bool:
     """Whether torch has a GradScaler for CPU tensors
     (``torch.amp.GradScaler('cpu')``, torch >= 2.3)."""
     return hasattr(torch.amp, 'GradScaler')
-
-
-#: The expected value of :func:`store_get_if_set`'s compare-set: never
-#: written, so the compare never matches and nothing is set.
-_NEVER_SET = b'\x00mmdet3d_plugin/never-set\x00'
-
-
-def store_get_if_set(store, key: str) -> Optional[bytes]:
-    """The value of ``key`` in a c10d store, or None when it is not set,
-    without waiting for it.
-
-    Args:
-        store (torch.distributed.Store): A TCPStore, FileStore, HashStore or
-            a PrefixStore over one.
-        key (str): The key.
-
-    Returns:
-        bytes | None: The value, or None.
-    """
-    if hasattr(store, 'check'):
-        return store.get(key) if store.check([key]) else None
-    value = store.compare_set(key, _NEVER_SET, _NEVER_SET)
-    return None if value == _NEVER_SET else value
 
 
 def nccl_env(name: str) -> str:

@@ -23,12 +23,13 @@ from mmengine.hooks import Hook
 from torch.distributed import PrefixStore, distributed_c10d
 
 from mmdet3d.registry import HOOKS
-from ...compat.torch_api import store_get_if_set
 from ...constants import PREEMPTED_EXIT_CODE
 from ..atomic_checkpoint.atomic_checkpoint_hook import \
     save_iteration_checkpoint
 
 _STOP_KEY = 'stop_at'
+#: A counter, above 0 once a rank has set ``_STOP_KEY``.
+_STOPPING_KEY = 'stopping'
 _SAVED_KEY = 'saved'
 
 
@@ -203,10 +204,11 @@ class PreemptionHook(Hook):
                 mine = (f'{done + 1} {signal.Signals(self.received).name} '
                         f'{get_rank()}')
                 self._stop(self._store.compare_set(_STOP_KEY, '', mine))
-            else:
-                agreed = store_get_if_set(self._store, _STOP_KEY)
-                if agreed is not None:
-                    self._stop(agreed)
+                self._store.add(_STOPPING_KEY, 1)
+            elif self._store.add(_STOPPING_KEY, 0):
+                # Set after _STOP_KEY: a counter reads without waiting on
+                # every torch (Store.check is not bound on torch 2.1).
+                self._stop(self._store.get(_STOP_KEY))
         return self._stop_at
 
     def _stop(self, value: bytes) -> None:
