@@ -149,6 +149,7 @@ def _checks() -> List:
     return [
         ('env.python', env.check_python, (), ()),
         ('env.torch', env.check_torch, (), ()),
+        ('env.stack', env.check_stack, (), ()),
         ('env.mmcv_ops', env.check_mmcv_ops, (), ()),
         ('env.versions', env.check_versions, (), ()),
         ('config.load', cfg_.check_load, (), cfg),

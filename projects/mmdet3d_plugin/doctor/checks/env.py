@@ -1,5 +1,6 @@
-"""Doctor checks of the machine: Python, torch, compiled mmcv ops, package
-versions against ``requirements/mminstall.txt``, spconv, and the
+"""Doctor checks of the machine: Python, torch, the torch / mmcv / mmdet3d
+stack (tested, or known bad: ``compat/stacks.py``), compiled mmcv ops,
+package versions against ``requirements/mminstall.txt``, spconv, and the
 multiprocessing start method a run will use."""
 import multiprocessing
 import os.path as osp
@@ -8,8 +9,12 @@ import sys
 from importlib import metadata
 from typing import Dict, List, Optional, Tuple
 
+from packaging.version import Version
+
 from ...compat.python_fork import FIX as FORK_FIX
 from ...compat.python_fork import fork_deadlock
+from ...compat.stacks import (describe, installed_versions, mmcv_ops_problem,
+                              stack_problems, tested_stack, tested_summary)
 from ...constants import REPO_ROOT
 from ..context import CheckResult, DoctorContext, failed, passed, warned
 
@@ -72,17 +77,61 @@ def check_torch(ctx: DoctorContext) -> CheckResult:
     return passed('env.torch', '; '.join(parts))
 
 
+def check_stack(ctx: DoctorContext,
+                paths: Optional[List[str]] = None) -> CheckResult:
+    """The torch / mmcv / mmengine / mmdet / mmdet3d / CUDA combination:
+    one of the tested stacks (docs/install.md), another one, or a known bad
+    one with its cause and fix (``compat/stacks.py``); read from the
+    distributions' metadata (``paths``: where to look, default
+    ``sys.path``), before anything imports mmdet3d."""
+    versions = installed_versions(paths)
+    line = describe(versions) + ', ' + _cuda_words()
+    problems = stack_problems(versions)
+    if problems:
+        return failed('env.stack', f'{line}: ' + '; '.join(
+            cause for cause, _ in problems), '; '.join(
+            fix for _, fix in problems))
+    note = ''
+    torch_version = versions.get('torch')
+    if torch_version and Version(torch_version) >= Version('2.6') and \
+            Version(versions.get('mmengine', '0')) <= Version('0.10.7'):
+        note = ('; torch >= 2.6 loads weights-only by default and rejects '
+                "mmengine <= 0.10.7's own checkpoints (mmengine #1655): the "
+                "plugin allows exactly mmengine's globals when it registers "
+                '(compat/checkpoints.py); elsewhere load only trusted files '
+                'with weights_only=False')
+    stack = tested_stack(versions)
+    if stack is None:
+        return warned(
+            'env.stack', f'{line}: not a tested stack (tested: '
+            f'{tested_summary()}){note}', 'expect it to work within '
+            "requirements/ ranges, but only the tested stacks ran the suite "
+            '(docs/install.md); TORCH_SPEC=torch==2.1.2 or the default '
+            'install give one')
+    return passed('env.stack', f'{line}: tested ({stack.name}){note}')
+
+
+def _cuda_words() -> str:
+    """``CUDA 12.1 build, no GPU`` / ``CPU build`` / ``CUDA 12.1, 8 GPUs``."""
+    import torch
+    if torch.version.cuda is None:
+        return 'CPU build'
+    if torch.cuda.is_available():
+        return (f'CUDA {torch.version.cuda}, '
+                f'{torch.cuda.device_count()} GPU(s)')
+    return f'CUDA {torch.version.cuda} build, no GPU'
+
+
 def check_mmcv_ops(ctx: DoctorContext) -> CheckResult:
     """mmcv's compiled ops import and run (Voxelization on a few points)."""
     import torch
     try:
         import mmcv
         from mmcv.ops import Voxelization
-    except ImportError as exc:
-        return failed(
-            'env.mmcv_ops', f'cannot import mmcv.ops ({exc})',
-            'install the full mmcv with compiled ops for your torch and '
-            'CUDA: mim install "mmcv>=2.0.0rc4,<2.2.0" (mmcv-lite has no ops)')
+    except (ImportError, OSError) as exc:
+        cause, fix = mmcv_ops_problem(f'{type(exc).__name__}: {exc}',
+                                      torch.__version__)
+        return failed('env.mmcv_ops', cause, fix)
     layer = Voxelization(
         voxel_size=[1.0, 1.0, 1.0],
         point_cloud_range=[0, 0, 0, 4, 4, 4],
