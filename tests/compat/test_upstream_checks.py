@@ -54,9 +54,10 @@ def upstream_change(check: Check, override: Override) -> Optional[str]:
         expected = check.expected(found)
         if now in expected:
             return None
+        recorded = ' or '.join(expected)
         return (head + f'its source changed (sha256 {now}, recorded '
-                f'{" or ".join(expected)}). The plugin re-implements it in '
-                f'{plugin} ({override.what}). Fix: re-read the upstream source, '
+                f'{recorded}). The plugin re-implements it in {plugin} '
+                f'({override.what}). Fix: re-read the upstream source, '
                 'update the copy in the plugin to match (its equality tests '
                 f'compare with stock), then record the new hash and '
                 f'{dist} {found} in {INVENTORY}.')
