@@ -98,3 +98,31 @@ def test_gpu_amp_names_exist_on_this_torch():
     with torch.autocast(device_type='cpu', dtype=torch.bfloat16):
         out = torch.nn.functional.linear(torch.ones(2, 3), torch.ones(4, 3))
     assert out.dtype == torch.bfloat16
+
+
+def test_a_checkpoint_load_says_when_it_is_not_weights_only(caplog):
+    """torch < 2.6 loads any pickle by default: a run that loads a
+    checkpoint there says so in one line; torch >= 2.6 says nothing."""
+    from mmengine.logging import MMLogger
+
+    from projects.mmdet3d_plugin.cli.run import note_checkpoint_loading
+    from projects.mmdet3d_plugin.compat.checkpoints import weights_only_note
+    note = weights_only_note()
+    if torch_api.torch_at_least('2.6'):
+        assert note is None
+    else:
+        assert note == (
+            f'torch {torch.__version__} loads checkpoints with pickle '
+            '(weights-only loading, which runs no code from the file, is '
+            "torch's default from 2.6): load only checkpoints you trust")
+    logger = MMLogger.get_instance('test_weights_only_note')
+    logger.addHandler(caplog.handler)
+    try:
+        with caplog.at_level('INFO'):
+            note_checkpoint_loading(False)
+            assert caplog.records == []
+            note_checkpoint_loading(True)
+    finally:
+        logger.removeHandler(caplog.handler)
+    assert [r.getMessage() for r in caplog.records] == (
+        [] if note is None else [note])
