@@ -33,9 +33,10 @@ if [ "${SKIP_TORCH:-0}" != 1 ]; then
 import sys
 import torch
 from packaging.requirements import Requirement
-from packaging.version import Version
 spec, venv = sys.argv[1:]
-if not Requirement(spec).specifier.contains(Version(torch.__version__).public):
+# '==2.1.2' takes 2.1.2+cu121 too (PEP 440 ignores the local part then).
+if not Requirement(spec).specifier.contains(torch.__version__,
+                                            prereleases=True):
     sys.exit(f'install: {venv} holds torch {torch.__version__}, not '
              f'{spec}. Fix: rm -rf {venv} (make clean-venv) and install '
              'again, or install into another folder: '
