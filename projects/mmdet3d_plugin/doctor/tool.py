@@ -4,7 +4,9 @@ into them, the run and the ``--json`` file.
 Only argparse and mmengine's ``DictAction`` load with this module, so the
 tool answers ``--help`` and bad flags before the checks load the stack:
 :func:`run_from_args` imports the preflight (:mod:`.preflight`) when it
-runs.
+runs, after ``env.stack``'s metadata part (an mmcv that mmdet3d refuses
+when imported stops the doctor with its cause and fix before the stack
+loads).
 
 Public API::
 
@@ -103,6 +105,18 @@ def run_from_args(args: argparse.Namespace) -> int:
     """Run the doctor on parsed ``tools/doctor.py`` flags, print the
     checklist, write ``--json``; returns the exit code."""
     args = merge_train_args(args)
+    # The checks import mmdet3d, which refuses some mmcv installs on import
+    # (mmcv >= 2.2, onedl-mmcv): those are told from metadata first.
+    from .checks.env import stack_blocker
+    blocker = stack_blocker()
+    if blocker is not None:
+        print(f'doctor: {args.config}\n[FAIL] {blocker.check}  '
+              f'{blocker.detail}\n       fix: {blocker.fix}\ndoctor: '
+              'stopped before the other checks, which import mmdet3d: fix '
+              'this first', flush=True)
+        if args.json:
+            atomic_write_json([blocker.to_dict()], args.json)
+        return 1
     # The checks load the heavy stack, after the arguments are parsed.
     from .preflight import run_doctor
     world_size = args.world_size

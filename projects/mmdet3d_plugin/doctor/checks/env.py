@@ -7,24 +7,23 @@ import os.path as osp
 import platform
 import sys
 from importlib import metadata
-from typing import Dict, List, Optional, Tuple
-
-from packaging.version import Version
+from typing import Dict, List, Optional, Sequence, Tuple
 
 from ...compat.python_fork import FIX as FORK_FIX
 from ...compat.python_fork import fork_deadlock
-from ...compat.stacks import (describe, installed_versions, mmcv_ops_problem,
-                              stack_problems, tested_stack, tested_summary)
+from ...compat.stacks import (StackProblem, checkpoint_note, closest_stack,
+                              describe, differences, installed_versions,
+                              mmcv_install_fix, mmcv_ops_problem,
+                              mmcv_problems, tested_stack, tested_summary)
 from ...constants import REPO_ROOT
 from ..context import CheckResult, DoctorContext, failed, passed, warned
 
 REQUIREMENTS = str(REPO_ROOT / 'requirements' / 'mminstall.txt')
 MIN_PYTHON = (3, 8)
 
-#: Distribution name -> how to install a supported version.
+#: Distribution name -> how to install a supported version (mmcv:
+#: ``mmcv_install_fix`` of ``compat/stacks.py``).
 _INSTALL = {
-    'mmcv': 'mim install "{spec}" (the full mmcv with compiled ops, not '
-            'mmcv-lite)',
     'mmengine': 'pip install "{spec}"',
     'mmdet': 'mim install "{spec}"',
     'mmdet3d': 'mim install "{spec}"',
@@ -77,49 +76,101 @@ def check_torch(ctx: DoctorContext) -> CheckResult:
     return passed('env.torch', '; '.join(parts))
 
 
-def check_stack(ctx: DoctorContext,
-                paths: Optional[List[str]] = None) -> CheckResult:
-    """The torch / mmcv / mmengine / mmdet / mmdet3d / CUDA combination:
-    one of the tested stacks (docs/install.md), another one, or a known bad
-    one with its cause and fix (``compat/stacks.py``); read from the
-    distributions' metadata (``paths``: where to look, default
-    ``sys.path``), before anything imports mmdet3d."""
-    versions = installed_versions(paths)
-    line = describe(versions) + ', ' + _cuda_words()
-    problems = stack_problems(versions)
-    if problems:
-        return failed('env.stack', f'{line}: ' + '; '.join(
-            cause for cause, _ in problems), '; '.join(
-            fix for _, fix in problems))
-    note = ''
-    torch_version = versions.get('torch')
-    if torch_version and Version(torch_version) >= Version('2.6') and \
-            Version(versions.get('mmengine', '0')) <= Version('0.10.7'):
-        note = ('; torch >= 2.6 loads weights-only by default and rejects '
-                "mmengine <= 0.10.7's own checkpoints (mmengine #1655): the "
-                "plugin allows exactly mmengine's globals when it registers "
-                '(compat/checkpoints.py); elsewhere load only trusted files '
-                'with weights_only=False')
-    stack = tested_stack(versions)
-    if stack is None:
-        return warned(
-            'env.stack', f'{line}: not a tested stack (tested: '
-            f'{tested_summary()}){note}', 'expect it to work within '
-            "requirements/ ranges, but only the tested stacks ran the suite "
-            '(docs/install.md); TORCH_SPEC=torch==2.1.2 or the default '
-            'install give one')
-    return passed('env.stack', f'{line}: tested ({stack.name}){note}')
-
-
-def _cuda_words() -> str:
-    """``CUDA 12.1 build, no GPU`` / ``CPU build`` / ``CUDA 12.1, 8 GPUs``."""
+def cuda_words() -> str:
+    """``CPU build, no CUDA device`` / ``CUDA 12.1 build, no CUDA device``
+    / ``CUDA 12.1, 8 CUDA device(s)``: torch's CUDA and whether a device is
+    there."""
     import torch
-    if torch.version.cuda is None:
-        return 'CPU build'
+    hip = getattr(torch.version, 'hip', None)
+    if torch.version.cuda is None and not hip:
+        return 'CPU build, no CUDA device'
+    if hip:
+        return f'ROCm {hip} build, ' + (
+            f'{torch.cuda.device_count()} device(s)'
+            if torch.cuda.is_available() else 'no device')
     if torch.cuda.is_available():
         return (f'CUDA {torch.version.cuda}, '
-                f'{torch.cuda.device_count()} GPU(s)')
-    return f'CUDA {torch.version.cuda} build, no GPU'
+                f'{torch.cuda.device_count()} CUDA device(s)')
+    return f'CUDA {torch.version.cuda} build, no CUDA device'
+
+
+def _stack_failed(line: str, problems: Sequence[StackProblem]) -> CheckResult:
+    return failed('env.stack', f'{line}: ' + '; '.join(
+        p.cause for p in problems), '; '.join(p.fix for p in problems))
+
+
+def stack_blocker(path: Optional[Sequence[str]] = None
+                  ) -> Optional[CheckResult]:
+    """The ``env.stack`` failure that metadata alone tells (an mmcv that
+    mmdet3d refuses when imported, mmcv-lite without mmcv), or None;
+    imports nothing, so ``tools/doctor.py`` runs it before the checks,
+    which import mmdet3d.
+
+    Args:
+        path (Sequence[str], optional): Where to look for distributions.
+            Defaults to None: ``sys.path``.
+    """
+    versions = installed_versions(path)
+    problems = [p for p in mmcv_problems(versions) if p.severe]
+    return _stack_failed(describe(versions), problems) if problems else None
+
+
+def check_stack(ctx: Optional[DoctorContext] = None,
+                path: Optional[Sequence[str]] = None) -> CheckResult:
+    """The torch / mmcv / mmengine / mmdet / mmdet3d / CUDA combination in
+    one line, and whether it is one of the tested stacks
+    (``compat/stacks.py``: ``TESTED_STACKS``; docs/install.md).
+
+    A known bad stack fails with its cause and fix: an mmcv that mmdet3d
+    1.4.0 refuses (mmcv >= 2.2, ``onedl-mmcv``) or mmcv-lite, read from the
+    distributions' metadata before anything imports them, then an mmcv
+    whose compiled ops were built against another torch or are missing
+    (``import mmcv.ops``). Another stack warns and names the tested ones.
+    On torch >= 2.6 with mmengine <= 0.10.7 the line says how mmengine's
+    checkpoints load.
+
+    Args:
+        ctx (DoctorContext, optional): Unused. Defaults to None.
+        path (Sequence[str], optional): Where to look for distributions, as
+            :func:`importlib.metadata.distributions` takes it. Defaults to
+            None: ``sys.path``.
+    """
+    import torch
+    versions = installed_versions(path)
+    cuda = torch.version.cuda
+    line = f'{describe(versions)}; {cuda_words()}'
+    problems = mmcv_problems(versions, cuda)
+    if any(p.severe for p in problems):
+        return _stack_failed(line, [p for p in problems if p.severe])
+    try:
+        import mmcv.ops  # noqa: F401  the one part metadata cannot tell
+    except (ImportError, OSError) as exc:
+        ops = mmcv_ops_problem(exc, versions, cuda)
+        if ops is not None:
+            return _stack_failed(line, [ops])
+        # Another cause: env.mmcv_ops names it.
+    notes = [p.cause for p in problems]
+    note = checkpoint_note(versions)
+    if note:
+        notes.append(note)
+    stack = tested_stack(versions)
+    if stack is None:
+        closest = closest_stack(versions)
+        return warned(
+            'env.stack', f'{line}: not a tested stack (against '
+            f'{closest.name}: {", ".join(differences(versions, closest))})'
+            + ''.join(f'; {n}' for n in notes),
+            f'the tested stacks are {tested_summary()} (docs/install.md); '
+            'this one may work within requirements/; a tested one installs '
+            "into a new environment: bash tools/install.sh DIR (TORCH_SPEC="
+            "'torch==2.1.2' for torch 2.1.2)"
+            + ''.join(f'; {p.fix}' for p in problems))
+    if problems:
+        return warned('env.stack', f'{line}: a tested stack, '
+                      f'{stack.name}, but ' + '; '.join(notes),
+                      '; '.join(p.fix for p in problems))
+    return passed('env.stack', f'{line}: a tested stack, {stack.name}'
+                  + ''.join(f'; {n}' for n in notes))
 
 
 def check_mmcv_ops(ctx: DoctorContext) -> CheckResult:
@@ -129,9 +180,13 @@ def check_mmcv_ops(ctx: DoctorContext) -> CheckResult:
         import mmcv
         from mmcv.ops import Voxelization
     except (ImportError, OSError) as exc:
-        cause, fix = mmcv_ops_problem(f'{type(exc).__name__}: {exc}',
-                                      torch.__version__)
-        return failed('env.mmcv_ops', cause, fix)
+        versions = installed_versions()
+        known = mmcv_ops_problem(exc, versions, torch.version.cuda)
+        if known is not None:
+            return failed('env.mmcv_ops', known.cause, known.fix)
+        return failed(
+            'env.mmcv_ops', f'cannot import mmcv.ops ({type(exc).__name__}: '
+            f'{exc})', mmcv_install_fix(versions, torch.version.cuda))
     layer = Voxelization(
         voxel_size=[1.0, 1.0, 1.0],
         point_cloud_range=[0, 0, 0, 4, 4, 4],
@@ -149,16 +204,15 @@ def check_mmcv_ops(ctx: DoctorContext) -> CheckResult:
             return failed(
                 'env.mmcv_ops', f'mmcv {mmcv.__version__}: Voxelization on '
                 f'{device} failed: {type(exc).__name__}: {exc}',
-                'reinstall mmcv compiled for this torch'
-                + (' and CUDA' if device == 'cuda' else '') +
-                ': mim install "mmcv>=2.0.0rc4,<2.2.0"')
+                'pip uninstall -y mmcv, then ' + mmcv_install_fix(
+                    installed_versions(), torch.version.cuda))
         if voxels.shape[0] != 4 or sorted(counts.tolist()) != [2] * 4:
             return failed(
                 'env.mmcv_ops', f'mmcv {mmcv.__version__}: Voxelization on '
                 f'{device} put 8 points in {voxels.shape[0]} voxels, '
                 'expected 4 voxels of 2 points',
-                'reinstall mmcv compiled for this torch: mim install '
-                '"mmcv>=2.0.0rc4,<2.2.0"')
+                'pip uninstall -y mmcv, then ' + mmcv_install_fix(
+                    installed_versions(), torch.version.cuda))
     return passed(
         'env.mmcv_ops', f'mmcv {mmcv.__version__}: mmcv.ops imports, '
         f'Voxelization runs on {" and ".join(devices)}')
@@ -195,21 +249,33 @@ def check_versions(ctx: DoctorContext) -> List[CheckResult]:
                 'checked', 'run the doctor from the plugin checkout '
                 '(pip install -e . keeps requirements/ there)')
         ]
+    from packaging.specifiers import SpecifierSet
+    versions = installed_versions()
+    # What mmcv's place holds instead (mmcv >= 2.2, onedl-mmcv, mmcv-lite):
+    # the cause and fix env.stack gives.
+    mmcv_problem = next((p for p in mmcv_problems(versions) if p.severe),
+                        None)
     lines = []
     for name, spec in read_requirements().items():
         check = f'env.version.{name}'
-        install = _INSTALL.get(name, 'pip install "{spec}"').format(
-            spec=f'{name}{spec}')
+        if name == 'mmcv':
+            install = mmcv_install_fix(versions)
+        else:
+            install = _INSTALL.get(name, 'pip install "{spec}"').format(
+                spec=f'{name}{spec}')
         try:
             version = metadata.version(name)
         except metadata.PackageNotFoundError:
+            version = None
+        if name == 'mmcv' and mmcv_problem is not None:
+            lines.append(failed(check, mmcv_problem.cause, mmcv_problem.fix))
+        elif version is not None and SpecifierSet(spec).contains(
+                Version(version), prereleases=True):
+            lines.append(passed(check, f'{name} {version} (need {spec})'))
+        elif version is None:
             lines.append(
                 failed(check, f'{name} is not installed (need {spec})',
                        install))
-            continue
-        from packaging.specifiers import SpecifierSet
-        if SpecifierSet(spec).contains(Version(version), prereleases=True):
-            lines.append(passed(check, f'{name} {version} (need {spec})'))
         else:
             lines.append(
                 failed(check, f'{name} {version} is outside the supported '
