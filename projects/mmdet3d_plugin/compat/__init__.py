@@ -27,8 +27,15 @@ disk or changes numpy or torch globally.
 8. ``config_text``: mmengine's config text formatted by yapf once per
    content, not at every dump, log and checkpoint.
 
-Not a workaround: ``python_fork`` names the Pythons whose forked workers
-can deadlock (CPython gh-112275), for the doctor and ``tools/train.py``.
+9. ``torch_api``: torch APIs newer than torch 2.1 that the plugin calls,
+   with the same result on every supported torch (2.1.2 to 2.13): the
+   gradients' total norm, whether a CPU GradScaler exists, NCCL's setting
+   names (not applied at import: called where used).
+
+Not workarounds: ``python_fork`` names the Pythons whose forked workers
+can deadlock (CPython gh-112275), for the doctor and ``tools/train.py``;
+``stacks`` holds the stacks the suite ran on and the known bad ones, for
+the doctor's ``env.stack``.
 
 The upstream errors the plugin knows without working around them are rows
 of the cause table, ``failures.causes.KNOWN_ERRORS``.
