@@ -14,7 +14,7 @@ import pytest
 import torch
 import torch.distributed as torch_dist
 
-from projects.mmdet3d_plugin.dist.groups import side_group
+from projects.mmdet3d_plugin.dist.groups import destroy_group, side_group
 from projects.mmdet3d_plugin.dist.ports import free_port
 
 #: The default group's timeout: far beyond the side group's.
@@ -33,7 +33,7 @@ def _rank1(init_method: str, done) -> None:
         timeout=datetime.timedelta(seconds=DEFAULT_TIMEOUT))
     side_group(DEFAULT_TIMEOUT)
     done.wait(STAY_AWAY)
-    torch_dist.destroy_process_group()
+    destroy_group()
 
 
 @pytest.fixture
@@ -51,7 +51,7 @@ def two_ranks():
         yield rank1
     finally:
         if torch_dist.is_initialized():
-            torch_dist.destroy_process_group()
+            destroy_group()
         done.set()
         rank1.join(timeout=60)
     assert rank1.exitcode == 0

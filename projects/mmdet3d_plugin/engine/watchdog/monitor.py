@@ -28,7 +28,7 @@ from ...constants import HANG_EXIT_CODE, HANG_REPORT_NAME
 from ...failures.error_files import RankErrorHandler
 from ...failures.stacks import dump_all_threads, main_thread_frames
 from ...dist.budget import watchdog_group_timeout
-from ...dist.groups import side_group
+from ...dist.groups import destroy_group, side_group
 from ...dist.phase import current_phase
 from ...fileio.atomic import atomic_write
 from .abort import DistWatchdogHang, end_process
@@ -145,7 +145,7 @@ class HangMonitor:
         new group (:func:`new_watchdog_group`).
         """
         if self._thread is None and self.group is not None:
-            torch_dist.destroy_process_group(self.group)
+            destroy_group(self.group)
             self.group = None
 
     # -- watchdog thread ---------------------------------------------------
