@@ -24,6 +24,14 @@ _TASK: Callable[[int], int] = None
 
 
 def _die_with_parent() -> None:
+    """A pool worker's start: SIGTERM ends it, and so does the parent's
+    death. ``Pool.terminate``, which the pool's ``with`` calls, ends the
+    workers with SIGTERM; a Python handler inherited from the parent (a
+    ``PreemptionHook`` of an earlier run in the same process that raised
+    before ``after_run``) kept a worker waiting on the task queue's lock and
+    the parent in ``join`` (seen twice in the suite on torch 2.1.2: the
+    worker's ``/proc/PID/status`` had SIGTERM caught)."""
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
     try:
         libc = ctypes.CDLL('libc.so.6', use_errno=True)
         libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
