@@ -25,9 +25,6 @@ from packaging.version import Version
 #: The installed torch, without its local part (``2.1.2+cu121`` -> 2.1.2).
 TORCH_VERSION = Version(Version(torch.__version__).public)
 
-#: The oldest torch the suite ran on (docs/install.md).
-OLDEST_SUPPORTED = Version('2.1.2')
-
 
 def torch_at_least(version: str) -> bool:
     """Whether the installed torch is ``version`` or newer."""
