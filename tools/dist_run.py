@@ -9,15 +9,17 @@ elastic's ``ChildFailedError.failures``: exit code or signal, pid, time)
 is saved as ``exit_status.json`` in ``--log-dir`` (when not given:
 ``<work_dir>/torchrun_logs/<date>_<host>_<pid>``, the work dir being the
 script's ``--work-dir`` or mmdet3d's default ``work_dirs/<config name>``),
-and ``tools/failure_report.py`` prints the report last.
+with the ranks torchrun stopped after the failure
+(``failures/exit_status.py``), and ``tools/failure_report.py`` prints the
+report last.
 The exit status is torchrun's, except when the failed ranks exited with
 85 (``PreemptionHook``: a preemption signal, the checkpoint of the last
 iteration saved): then one line says so, no report is made, and the
 status is 85, which ``tools/slurm_train.sh`` and job schedulers can act
-on. Only torch and the plugin's constants are imported here: the report
-loads after a failure.
+on. Only torch, the plugin's constants and ``failures/exit_status.py``
+are imported here: the report loads after a failure.
 """
-import json
+import logging
 import os
 import os.path as osp
 import signal
@@ -33,8 +35,10 @@ from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
 
 sys.path.insert(0, osp.dirname(osp.dirname(osp.abspath(__file__))))
 
-from projects.mmdet3d_plugin.constants import (EXIT_STATUS_NAME,  # noqa: E402
-                                               PREEMPTED_EXIT_CODE)
+from projects.mmdet3d_plugin.constants import (  # noqa: E402
+    PREEMPTED_EXIT_CODE)
+from projects.mmdet3d_plugin.failures.exit_status import (  # noqa: E402
+    PROCESS_LOGGER, StoppedRanks, save_exit_status)
 
 REPORT_TOOL = osp.join(osp.dirname(osp.abspath(__file__)),
                        'failure_report.py')
@@ -64,20 +68,6 @@ def default_log_dir(work_dir):
                     f'{stamp}_{socket.gethostname()}_{os.getpid()}')
 
 
-def save_exit_status(log_dir, error):
-    """Write ``error.failures`` (rank -> exit code, pid, ...) as JSON."""
-    failures = {
-        str(rank): dict(local_rank=f.local_rank, pid=f.pid,
-                        exitcode=f.exitcode, signal=f.signal_name(),
-                        timestamp=f.timestamp, error_file=f.error_file)
-        for rank, f in error.failures.items()
-    }
-    data = dict(host=socket.gethostname(), failures=failures)
-    os.makedirs(log_dir, exist_ok=True)
-    with open(osp.join(log_dir, EXIT_STATUS_NAME), 'w') as f:
-        json.dump(data, f, indent=1)
-
-
 def main(argv=None):
     argv = list(sys.argv[1:] if argv is None else argv)
     args = torchrun.parse_args(argv)
@@ -85,6 +75,8 @@ def main(argv=None):
     if not args.log_dir:
         args.log_dir = default_log_dir(work_dir)
         argv = ['--log-dir', args.log_dir] + argv
+    stopped = StoppedRanks()
+    logging.getLogger(PROCESS_LOGGER).addHandler(stopped)
     try:
         torchrun.main(argv)
         return 0
@@ -103,7 +95,7 @@ def main(argv=None):
         traceback.print_exc()
         sys.stderr.flush()
         status = 1
-        save_exit_status(args.log_dir, error)
+        save_exit_status(args.log_dir, error, stopped.signals)
     command = [sys.executable, REPORT_TOOL, args.log_dir,
                '--exit-code', str(status)]
     if work_dir:

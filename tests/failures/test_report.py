@@ -488,6 +488,55 @@ def test_one_rank_raises(tmp_path):
     assert Path(report['first_failure']['error_file']).is_file()
 
 
+_STOPPED_RANK_SCRIPT = """\
+import os, sys, time
+sys.path.insert(0, {repo!r})
+from projects.mmdet3d_plugin.failures.record import record_errors
+
+
+@record_errors
+def main():
+    if os.environ['RANK'] == '1':
+        raise ValueError('rank 1 failed')
+    time.sleep(120)  # rank 0: alive until torchrun stops it
+
+
+main()
+"""
+
+
+@pytest.mark.launch
+def test_dist_run_names_the_rank_it_stopped(tmp_path):
+    """The rank torchrun stops after another failed is a victim on every
+    torch: torch 2.13 lists it in ``ChildFailedError.failures`` (SIGTERM),
+    torch 2.1 does not (``tools/dist_run.py`` keeps it from torchrun's
+    warning)."""
+    # launcher: what torchrun records of the ranks it stops is the subject
+    script = tmp_path / 'ranks.py'
+    script.write_text(_STOPPED_RANK_SCRIPT.format(repo=str(REPO)))
+    logs = tmp_path / 'logs'
+    env = dict(os.environ, PYTHONPATH=str(REPO), OMP_NUM_THREADS='1')
+    proc = subprocess.Popen(
+        [sys.executable, str(REPO / 'tools' / 'dist_run.py'),
+         '--nproc-per-node', '2', '--master-port', str(free_port()),
+         '--log-dir', str(logs), str(script)],
+        cwd=tmp_path, env=env, stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    out = wait_or_kill(proc, HANG, 'the launch hung')
+    assert proc.returncode == 1, out[-3000:]
+    status = json.loads((logs / EXIT_STATUS_NAME).read_text())
+    assert list(status['failures']) in (['1'], ['0', '1'], ['1', '0'])
+    if '0' not in status['failures']:
+        assert len(status['stopped']) == 1, status
+    text = _flat(out[out.index(REPORT_HEADER):])
+    assert 'First failure: rank 1 on ' in text
+    assert 'ValueError: rank 1 failed' in text
+    victims = text.split('Victims')[1].split('Likely cause')[0]
+    assert ' rank 0: ' in victims, text
+    report = json.loads((logs / FAILURE_REPORT_NAME).read_text())
+    assert [v['rank'] for v in report['victims']] == [0]
+
+
 @pytest.mark.slow
 @pytest.mark.launch
 def test_one_rank_sigkilled(tmp_path):

@@ -583,4 +583,13 @@ CHECKS: Tuple[Check, ...] = (
          # 2.1.2: the same file layout, another docstring.
          other_versions=(('2.1.2', '280b352124b387d4369546536d17c642a863230'
                           'eef2c76a39042ff2a10928764'), )),
+    # torchrun_stopped_ranks
+    Copy('torchrun_stopped_ranks', TORCH,
+         'torch.distributed.elastic.multiprocessing.api.SubprocessContext'
+         '._close',
+         'b83d75758ef4b3ad2110aadf684abc0d73e78c63c5b432540f8c7a027e3ebe9d',
+         # 2.1.2: the same warning and arguments; its final wait has no
+         # timeout.
+         other_versions=(('2.1.2', '556a61bce45420d6d199539ee001a90917e1db0'
+                          '377e2ade845c39cbfb0e73ebc'), )),
 )

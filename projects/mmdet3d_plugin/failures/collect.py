@@ -147,7 +147,9 @@ def collect_failures(log_dir: str) -> List[RankFailure]:
     """Every rank of the last attempt that failed or left an error.
 
     With ``exit_status.json`` (torchrun through ``tools/dist_run.py``),
-    exactly the ranks torchrun saw fail, with their exit codes; without it
+    exactly the ranks torchrun saw fail, with their exit codes, and the
+    ranks it stopped that it kept no exit code of (torch 2.1: unknown
+    exit); without it
     (Slurm), every rank that left an error file or a ``rank_info.json``
     (a rank without an error file: unknown exit).
 
@@ -183,4 +185,11 @@ def collect_failures(log_dir: str) -> List[RankFailure]:
         if failure.time is None:
             failure.time = proc.get('timestamp')
         failures.append(failure)
+    seen = {f.pid for f in failures}
+    for pid in (status.get('stopped') or {}):
+        failure = by_pid.get(int(pid))
+        if failure is not None and failure.rank is not None \
+                and failure.pid not in seen:
+            failure.host = failure.host or status.get('host')
+            failures.append(failure)
     return sorted(failures, key=lambda f: f.rank)
