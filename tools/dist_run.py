@@ -81,6 +81,7 @@ def main(argv=None):
         torchrun.main(argv)
         return 0
     except ChildFailedError as error:
+        save_exit_status(args.log_dir, error, stopped.signals)
         codes = {f.exitcode for f in error.failures.values()}
         # A rank still exiting when torchrun stops the others gets its
         # SIGTERM (-15).
@@ -95,7 +96,6 @@ def main(argv=None):
         traceback.print_exc()
         sys.stderr.flush()
         status = 1
-        save_exit_status(args.log_dir, error, stopped.signals)
     command = [sys.executable, REPORT_TOOL, args.log_dir,
                '--exit-code', str(status)]
     if work_dir:

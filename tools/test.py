@@ -22,11 +22,15 @@ def main():
     run_tool(check_config_file, args)
     # The heavy stack loads here, after the arguments are checked.
     from projects.mmdet3d_plugin.cli.run import test
+    from projects.mmdet3d_plugin.dist.teardown import run_objects_freed
     from projects.mmdet3d_plugin.failures.record import record_errors
 
     # Under torchrun / the Slurm launchers, an uncaught error goes to the
     # rank's torch elastic error file for the failure report.
-    run_tool(record_errors(test), args)
+    # The Runner, freed when the run ends, takes the process groups its
+    # model holds with it while the interpreter is whole.
+    with run_objects_freed():
+        run_tool(record_errors(test), args)
 
 
 if __name__ == '__main__':

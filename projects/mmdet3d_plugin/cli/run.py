@@ -3,7 +3,8 @@
 The scripts stay thin: they parse arguments with
 :func:`~.parsers.train_parser` / :func:`~.parsers.test_parser` and hand
 them to :func:`train` / :func:`test`, which prepare the config with
-:func:`~.prepare.prepare_run` and run it.
+:func:`~.prepare.prepare_run` and run it; the run's threads and process
+groups end in order on every rank when it ends (``dist/teardown.py``).
 """
 import argparse
 import logging
@@ -17,6 +18,7 @@ from mmengine.runner import Runner
 from ..compat.checkpoints import weights_only_note
 from ..compat.python_fork import FIX as FORK_FIX
 from ..compat.python_fork import fork_deadlock
+from ..dist.teardown import ended_in_order
 from ..engine.checkpoint_fit import check_checkpoint_fits
 from ..failures.rank_info import note_rank_context
 from .prepare import prepare_run
@@ -86,7 +88,8 @@ def train(args: argparse.Namespace) -> Runner:
     warn_fork_deadlock(runner.cfg)
     note_checkpoint_loading(bool(runner.cfg.get('load_from')
                                  or runner.cfg.get('resume')))
-    runner.train()
+    with ended_in_order():
+        runner.train()
     return runner
 
 
@@ -96,7 +99,8 @@ def test(args: argparse.Namespace) -> dict:
     runner = _runner(prepare_test(args))
     note_checkpoint_loading(True)
     check_checkpoint_fits(runner.model, args.checkpoint, args.config)
-    metrics = runner.test()
+    with ended_in_order():
+        metrics = runner.test()
     if metrics is None:
         print_log('test: no metrics were returned', logger='current',
                   level=logging.WARNING)

@@ -12,10 +12,17 @@ class NonFiniteStepsError(RuntimeError):
     """Too many non-finite steps in a row or in all (raised on every rank
     by ``NonFiniteGuardHook``; the records are in ``nonfinite.json``)."""
 
+    #: Raised on every rank at the same point (``dist/teardown.py`` then
+    #: ends the groups in order).
+    every_rank = True
+
 
 class NonFiniteStateError(RuntimeError):
     """The weights or optimizer state hold NaN / Inf at a checkpoint, which
     is not written (raised on every rank by ``AtomicCheckpointHook``)."""
+
+    #: As :attr:`NonFiniteStepsError.every_rank`.
+    every_rank = True
 
 
 class BadSampleError(RuntimeError):

@@ -136,8 +136,12 @@ class RankInfo:
         return self
 
     def stop(self) -> None:
-        """Stop refreshing (the file stays)."""
+        """Stop refreshing and join the thread (the file stays)."""
         self._stop.set()
+        if self._thread is not None and \
+                self._thread is not threading.current_thread():
+            self._thread.join(timeout=self.interval + 5)
+            self._thread = None
 
     def _run(self) -> None:
         while not self._stop.wait(self.interval):

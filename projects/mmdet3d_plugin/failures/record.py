@@ -6,12 +6,13 @@ and the plugin's one error handler
 also starts the rank's ``rank_info.json`` (:mod:`.rank_info`) and names
 the rank's work and log folders in the file.
 """
+import functools
 from typing import Callable
 
 from torch.distributed.elastic.multiprocessing.errors import record
 
 from .error_files import RankErrorHandler
-from .rank_info import current_rank_info, start_rank_info
+from .rank_info import current_rank_info, start_rank_info, stop_rank_info
 
 
 def record_errors(fn: Callable) -> Callable:
@@ -26,8 +27,20 @@ def record_errors(fn: Callable) -> Callable:
     Args:
         fn (callable): The entry point, e.g. ``launch.train``.
 
+    The rank's ``rank_info.json`` sampler is stopped and joined when
+    ``fn`` ends, after the error file is written.
+
     Returns:
         callable: ``fn`` wrapped.
     """
-    return record(fn, error_handler=RankErrorHandler(
+    recorded = record(fn, error_handler=RankErrorHandler(
         start=start_rank_info, context=current_rank_info))
+
+    @functools.wraps(fn)
+    def run(*args, **kwargs):
+        try:
+            return recorded(*args, **kwargs)
+        finally:
+            stop_rank_info()
+
+    return run

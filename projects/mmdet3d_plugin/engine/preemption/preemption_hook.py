@@ -24,6 +24,7 @@ from torch.distributed import PrefixStore, distributed_c10d
 
 from mmdet3d.registry import HOOKS
 from ...constants import PREEMPTED_EXIT_CODE
+from ...dist.teardown import at_run_end, cancel_run_end
 from ..atomic_checkpoint.atomic_checkpoint_hook import \
     save_iteration_checkpoint
 
@@ -180,6 +181,9 @@ class PreemptionHook(Hook):
             for signum in self.signums:
                 self._previous[signum] = signal.signal(signum,
                                                        self._on_signal)
+        # A run that raises ends it too (mmengine calls after_run only
+        # after a run that returned).
+        at_run_end(self._end)
         for loop in (runner.train_loop, runner.val_loop):
             loader = getattr(loop, 'dataloader', None)
             if loader is not None:
@@ -245,6 +249,18 @@ class PreemptionHook(Hook):
 
     def after_run(self, runner) -> None:
         """Give the signals back their previous handlers."""
+        cancel_run_end(self._end)
+        self._end(True)
+
+    def _end(self, together: bool) -> None:
+        """The store let go and the signals' previous handlers back (on a
+        rank that raised alone too); after a preemption signal the
+        handlers stay to the process's exit with status 85, so the
+        launcher's SIGTERM to a rank still ending (torchrun stops the
+        others once one exits) does not cut its end short."""
+        self._store = None
+        if self.received is not None or self._stop_at is not None:
+            return
         for signum, handler in self._previous.items():
             signal.signal(signum, handler)
         self._previous.clear()

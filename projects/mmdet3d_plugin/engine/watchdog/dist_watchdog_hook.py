@@ -9,6 +9,7 @@ from mmdet3d.registry import HOOKS
 from ...constants import HANG_EXIT_CODE, HANG_REPORT_NAME
 from ...dist.budget import timeout_problems, watchdog_interval
 from ...dist.durations import positive_seconds
+from ...dist.teardown import at_run_end, cancel_run_end
 from .monitor import HangMonitor, new_watchdog_group
 from .verdict import PHASES
 
@@ -125,6 +126,8 @@ class DistWatchdogHook(Hook):
                                                     self.interval)
         self.monitor.mark(PHASES.index('start'), 0, finished=0)
         self.monitor.start()
+        # A run that stops on every rank by raising ends it too.
+        at_run_end(self._end)
         runner.logger.info(
             f'DistWatchdogHook: watching {world_size} rank(s): a rank '
             f'without progress for {self.timeout:g} s is reported (checked '
@@ -152,7 +155,14 @@ class DistWatchdogHook(Hook):
         Args:
             runner (Runner): The runner.
         """
-        if self.monitor is not None:
+        cancel_run_end(self._end)
+        self._end(True)
+
+    def _end(self, together: bool) -> None:
+        """Finish the watchdog's rounds with the other ranks and destroy
+        its group; nothing for a rank that raised alone (its peers are not
+        waited for; the thread ends with the process)."""
+        if together and self.monitor is not None:
             self.monitor.finish()
             self.monitor.close()
 
