@@ -116,7 +116,6 @@ def ended_in_order() -> Iterator[None]:
     end_run(True)
 
 
-
 @contextlib.contextmanager
 def run_objects_freed() -> Iterator[None]:
     """Free the run's objects (``gc.collect``: the Runner holds reference
