@@ -59,23 +59,26 @@ def test_the_newest_end_runs_first_and_is_told_how_the_run_ended():
     def second(together):
         calls.append(('second', together))
 
-    at_run_end(first)
-    at_run_end(second)
+    def stale(together):
+        calls.append(('stale', together))
+
+    at_run_end(stale)  # an earlier run's: not this run's to end
     with ended_in_order():
-        pass
+        at_run_end(first)
+        at_run_end(second)
     assert calls == [('second', True), ('first', True)]
     calls.clear()
-    at_run_end(first)
-    at_run_end(second)
-    cancel_run_end(second)
     with pytest.raises(ValueError, match='alone'):
         with ended_in_order():
+            at_run_end(first)
+            at_run_end(second)
+            cancel_run_end(second)
             raise ValueError('alone')
     assert calls == [('first', False)]
     calls.clear()
-    at_run_end(first)
     with pytest.raises(NonFiniteStepsError):
         with ended_in_order():
+            at_run_end(first)
             raise NonFiniteStepsError('every rank')
     assert calls == [('first', True)]
 
@@ -84,10 +87,14 @@ def test_the_run_error_goes_on_when_an_end_fails():
     def broken(together):
         raise RuntimeError('Connection closed by peer')
 
-    at_run_end(broken)
     with pytest.raises(NonFiniteStepsError, match='the run'):
         with ended_in_order():
+            at_run_end(broken)
             raise NonFiniteStepsError('the run')
+    # After a run that returned, the end's error is the run's.
+    with pytest.raises(RuntimeError, match='Connection closed'):
+        with ended_in_order():
+            at_run_end(broken)
 
 
 def _train_then_report(config, work) -> None:

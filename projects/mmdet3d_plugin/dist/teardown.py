@@ -89,22 +89,31 @@ def every_rank_stops(exc: BaseException) -> bool:
 
 
 def end_run(together: bool) -> None:
-    """Steps 1-3 of this module (step 1 only when not ``together``)."""
+    """Steps 1-3 of this module (step 1 only when not ``together``); an
+    error of step 1 is raised after the rest has run."""
+    error = None
     while _AT_END:
-        _AT_END.pop()(together)
-    if not together or not (torch_dist.is_available()
-                            and torch_dist.is_initialized()):
-        return
-    if torch_dist.get_world_size() > 1:
-        torch_dist.barrier()
-    destroy_group()
+        try:
+            _AT_END.pop()(together)
+        except Exception as exc:  # noqa: BLE001  raised at the end
+            error = error or exc
+    if together and torch_dist.is_available() and \
+            torch_dist.is_initialized():
+        if torch_dist.get_world_size() > 1:
+            torch_dist.barrier()
+        destroy_group()
+    if error is not None:
+        raise error
 
 
 @contextlib.contextmanager
 def ended_in_order() -> Iterator[None]:
     """End the run's distributed state in order however the body ends
     (see the module's text); the body's exception goes on unchanged, even
-    when the end fails (a peer that died meanwhile)."""
+    when the end fails (a peer that died meanwhile). What an earlier run
+    of this process left registered is not this run's, and is forgotten.
+    """
+    _AT_END.clear()
     try:
         yield
     except BaseException as exc:

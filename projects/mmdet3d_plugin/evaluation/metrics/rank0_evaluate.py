@@ -21,6 +21,7 @@ from mmengine.structures import BaseDataElement
 from ...dist.phase import long_phase
 from ...dist.durations import positive_seconds
 from ...dist.groups import side_group
+from ...dist.teardown import at_run_end
 
 #: Default of ``dist_wait_timeout``: 4 hours.
 DEFAULT_DIST_WAIT_TIMEOUT = 4 * 3600.0
@@ -51,11 +52,18 @@ def rank0_wait_group(timeout: float):
         return cached[1]
     group = side_group(timeout)
     _WAIT_GROUPS[timeout] = (world, group)
+    # Forgotten when the run ends, so the group goes with its Runner.
+    at_run_end(_forget_wait_groups)
     print_log(
         f'evaluation: while rank 0 computes the metrics, the other ranks '
         f'wait on a gloo group with a {timeout:g} s timeout, not on the '
         'default process group', logger='current')
     return group
+
+
+def _forget_wait_groups(together: bool) -> None:
+    """Drop the cached wait groups (the run's groups end with it)."""
+    _WAIT_GROUPS.clear()
 
 
 class Rank0EvaluateMixin:
