@@ -4,12 +4,14 @@
   the flag of what ``at_run_end`` registered, the body's error going on.
 * In ranks forked from the test process (the run's end is the subject,
   not the launcher): ``tools/train.py`` on 2 gloo ranks for each way a run
-  ends (``tests/helpers/run_ends.py``): finished (3 times in a row),
-  stopped by ``NonFiniteGuardHook`` and preempted. After the tool's
-  ``main`` returned, each rank reports what is left: no process group,
-  and no thread but the main one, Python's or native (gloo's threads are
-  joined when the Runner that holds the group is freed). A finished run
-  prints nothing after its last log line but that report.
+  ends (``tests/helpers/run_ends.py``): finished (3 times in a row, and
+  once by iteration, its DataLoader workers alive to the end), stopped by
+  ``NonFiniteGuardHook`` and preempted. After the tool's ``main``
+  returned, each rank reports what is left: no process group, no thread
+  but the main one, Python's or native (gloo's threads are joined when the
+  Runner that holds the group is freed), no child process, and how long
+  the tool took. A finished run prints nothing after its last log line
+  but that report.
 * A real launch (marker ``launch``), where ``tools/dist_train.sh`` is the
   subject: the finished run exits 0 and prints nothing after its last log
   line (an abort at a rank's exit would print ``terminate called``, and
@@ -22,7 +24,9 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 
+import psutil
 import pytest
 import torch.distributed as torch_dist
 
@@ -36,6 +40,7 @@ from projects.mmdet3d_plugin.failures.exceptions import (NonFiniteStateError,
 from tests.helpers.dist_env import wait_or_kill
 from tests.helpers.run_ends import (aborts, after_last_log_line,
                                     write_run_end_configs)
+from tests.helpers.toy_config import write_toy_config
 from tests.helpers.train_tool import REPO, ForkedRanks
 
 END_STATE = 'END_STATE '
@@ -102,6 +107,7 @@ def _train_then_report(config, work) -> None:
     is left of the run (its exit status kept)."""
     sys.argv = [str(REPO / 'tools' / 'train.py'), str(config), '--launcher',
                 'pytorch', '--work-dir', str(work)]
+    start = time.monotonic()
     try:
         runpy.run_path(sys.argv[0], run_name='__main__')
     finally:
@@ -109,7 +115,9 @@ def _train_then_report(config, work) -> None:
         print(END_STATE + json.dumps(dict(
             group=torch_dist.is_initialized(),
             python_threads=sorted(t.name for t in threading.enumerate()),
-            native_threads=len(tasks))), flush=True)
+            native_threads=len(tasks),
+            children=len(psutil.Process().children()),
+            seconds=time.monotonic() - start)), flush=True)
 
 
 def _rank_outputs(out: str) -> list:
@@ -127,11 +135,15 @@ def _rank_outputs(out: str) -> list:
 def ended(tmp_path_factory):
     tmp = tmp_path_factory.mktemp('run_ends')
     configs = write_run_end_configs(tmp)
+    # By iteration: its DataLoader workers live to the run's end.
+    configs['finished_iter'] = (write_toy_config(tmp / 'iter.py',
+                                                 max_iters=10), 0)
     runs = {}
     # loop: the end of each kind of run, in warm ranks.
     for name, kind in [('finished_1', 'finished'), ('finished_2', 'finished'),
-                       ('finished_3', 'finished'), ('stopped', 'stopped'),
-                       ('preempted', 'preempted')]:
+                       ('finished_3', 'finished'),
+                       ('finished_iter', 'finished_iter'),
+                       ('stopped', 'stopped'), ('preempted', 'preempted')]:
         config, expected = configs[kind]
         ranks = ForkedRanks(
             lambda c=config, w=tmp / name: _train_then_report(c, w),
@@ -142,7 +154,7 @@ def ended(tmp_path_factory):
 
 
 @pytest.mark.parametrize('name', ['finished_1', 'finished_2', 'finished_3',
-                                  'stopped', 'preempted'])
+                                  'finished_iter', 'stopped', 'preempted'])
 def test_nothing_of_the_run_is_left_for_the_interpreters_exit(ended, name):
     out, codes, expected = ended[name]
     assert codes == [expected, expected], out[-6000:]
@@ -150,8 +162,12 @@ def test_nothing_of_the_run_is_left_for_the_interpreters_exit(ended, name):
     assert len(outputs) == 2, out[-6000:]
     for rank_out in outputs:
         state = json.loads(rank_out.splitlines()[-1][len(END_STATE):])
+        seconds = state.pop('seconds')
         assert state == dict(group=False, python_threads=['MainThread'],
-                             native_threads=1), rank_out[-3000:]
+                             native_threads=1, children=0), rank_out[-3000:]
+        # The workers of a loader still iterating end through its own
+        # shutdown: freed with the Runner, each would be waited for 10 s.
+        assert seconds < 20, rank_out[-3000:]
         assert not aborts(rank_out)
         if name.startswith('finished'):
             assert after_last_log_line(rank_out) == [

@@ -487,6 +487,17 @@ OVERRIDES = (
         remove_when="torch elastic's handler takes extra fields",
         reviewed={'torch': TORCH_RUN}),
     Override(
+        name='runner_loops_built',
+        where='cli/run.py: end_data_loading',
+        what="reads Runner._train_loop / _val_loop / _test_loop to tell a "
+        'built loop from a config dict (the public properties build it), '
+        "and drops a built loop's dataloader_iterator at the run's end, so "
+        "its DataLoader workers end through the iterator's own shutdown "
+        'before the Runner is freed',
+        upstream='mmengine.runner.Runner._train_loop (private)',
+        remove_when='mmengine ends the loaders of a run at its end',
+        reviewed={'mmengine': '==0.10.7'}),
+    Override(
         name='torchrun_stopped_ranks',
         where='failures/exit_status.py: StoppedRanks',
         what="reads the pid of each rank torchrun stops after another "

@@ -583,6 +583,15 @@ CHECKS: Tuple[Check, ...] = (
          # 2.1.2: the same file layout, another docstring.
          other_versions=(('2.1.2', '280b352124b387d4369546536d17c642a863230'
                           'eef2c76a39042ff2a10928764'), )),
+    # runner_loops_built
+    Private('runner_loops_built', MMENGINE,
+            'mmengine.runner.Runner._train_loop'),
+    Private('runner_loops_built', MMENGINE,
+            'mmengine.runner.Runner._val_loop'),
+    Private('runner_loops_built', MMENGINE,
+            'mmengine.runner.Runner._test_loop'),
+    Private('runner_loops_built', MMENGINE,
+            'mmengine.runner.IterBasedTrainLoop.dataloader_iterator'),
     # torchrun_stopped_ranks
     Copy('torchrun_stopped_ranks', TORCH,
          'torch.distributed.elastic.multiprocessing.api.SubprocessContext'
