@@ -17,8 +17,9 @@ class sets ``every_rank = True``, such as ``NonFiniteStepsError``, or
 
 1. runs what the plugin's parts registered with :func:`at_run_end`, the
    newest first, told that every rank ends (``DistWatchdogHook``'s thread
-   finished and joined, its group destroyed; ``PreemptionHook``'s signal
-   handlers given back and its store let go);
+   finished and joined, its group destroyed; ``PreemptionHook``'s store
+   let go and, unless a preemption signal came, its signal handlers given
+   back; rank 0's evaluation wait groups forgotten);
 2. meets the others in a barrier of the default group, so no rank (the
    store's host among them) leaves while another still uses a group;
 3. destroys every group (:func:`~.groups.destroy_group`: after a moment
