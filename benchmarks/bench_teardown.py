@@ -41,7 +41,7 @@ REPO = osp.dirname(osp.dirname(osp.abspath(__file__)))
 sys.path.insert(0, REPO)
 
 from tests.helpers.run_ends import (aborts, after_last_log_line,  # noqa: E402
-                                    write_run_end_configs)
+                                    start_run_end, write_run_end_configs)
 
 HANG_SECONDS = 300
 
@@ -58,17 +58,8 @@ def rank_codes(work: Path) -> dict:
 
 def one_run(kind: str, config: Path, expected: int, work: Path) -> dict:
     """Launch ``tools/dist_train.sh CONFIG 2`` and judge how it ended."""
-    from projects.mmdet3d_plugin.dist.ports import free_port
-    env = dict(os.environ, PYTHON=sys.executable, PORT=str(free_port()),
-               PYTHONPATH=REPO, PYTHONUNBUFFERED='1')
-    for name in ('MMDET3D_PLUGIN_DEBUG', 'TORCHRUN_LOG_DIR', 'MAX_RESTARTS'):
-        env.pop(name, None)
     start = time.perf_counter()
-    proc = subprocess.Popen(
-        ['bash', osp.join(REPO, 'tools', 'dist_train.sh'), str(config), '2',
-         '--work-dir', str(work)], cwd=REPO, env=env,
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-        start_new_session=True)
+    proc = start_run_end(config, work)
     try:
         out = proc.communicate(timeout=HANG_SECONDS)[0]
     except subprocess.TimeoutExpired:
@@ -96,7 +87,6 @@ def one_run(kind: str, config: Path, expected: int, work: Path) -> dict:
 
 
 def main(argv=None) -> int:
-
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('--finished', type=int, default=50)
     parser.add_argument('--stopped', type=int, default=20)

@@ -21,7 +21,6 @@ import json
 import os
 import runpy
 import signal
-import subprocess
 import sys
 import threading
 import time
@@ -31,7 +30,6 @@ import pytest
 import torch.distributed as torch_dist
 
 from projects.mmdet3d_plugin.constants import PREEMPTED_EXIT_CODE
-from projects.mmdet3d_plugin.dist.ports import free_port
 from projects.mmdet3d_plugin.dist.teardown import (at_run_end, cancel_run_end,
                                                    ended_in_order,
                                                    every_rank_stops)
@@ -39,7 +37,7 @@ from projects.mmdet3d_plugin.failures.exceptions import (NonFiniteStateError,
                                                          NonFiniteStepsError)
 from tests.helpers.dist_env import wait_or_kill
 from tests.helpers.run_ends import (aborts, after_last_log_line,
-                                    write_run_end_configs)
+                                    start_run_end, write_run_end_configs)
 from tests.helpers.toy_config import write_toy_config
 from tests.helpers.train_tool import REPO, ForkedRanks
 
@@ -178,15 +176,7 @@ def test_nothing_of_the_run_is_left_for_the_interpreters_exit(ended, name):
 def test_finished_run_exits_0_through_dist_train(tmp_path):
     # launcher: the ranks' real exit, and torchrun's status of it.
     config, _ = write_run_end_configs(tmp_path)['finished']
-    env = dict(os.environ, PYTHON=sys.executable, PORT=str(free_port()),
-               PYTHONPATH=str(REPO), PYTHONUNBUFFERED='1')
-    for name in ('MMDET3D_PLUGIN_DEBUG', 'TORCHRUN_LOG_DIR', 'MAX_RESTARTS'):
-        env.pop(name, None)
-    proc = subprocess.Popen(
-        ['bash', str(REPO / 'tools' / 'dist_train.sh'), str(config), '2',
-         '--work-dir', str(tmp_path / 'work')], cwd=REPO, env=env,
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-        start_new_session=True)
+    proc = start_run_end(config, tmp_path / 'work')
     out = wait_or_kill(proc, 300, 'the launch hung')
     assert proc.returncode == 0, out[-6000:]
     assert not aborts(out)
