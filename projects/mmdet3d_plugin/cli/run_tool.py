@@ -143,25 +143,30 @@ def _killed_child() -> Optional[str]:
     file descriptors that the main process fetches from the worker; if the
     worker died in between, the main process sees only a
     ``ConnectionResetError`` (or ``EOFError``). The dead worker is still
-    an unreaped child then.
+    an unreaped child then. Each child is asked on its own: another child
+    that ended normally and waits to be reaped (``waitid(P_ALL)`` would
+    report only that one) does not hide the killed worker.
     """
+    import psutil
     if not hasattr(os, 'waitid'):
         return None
-    try:
-        status = os.waitid(os.P_ALL, 0,
-                           os.WEXITED | os.WNOHANG | os.WNOWAIT)
-    except ChildProcessError:
-        return None
-    if status is None or status.si_code not in (os.CLD_KILLED,
-                                                os.CLD_DUMPED):
-        return None
-    try:
-        name = signal.Signals(status.si_status).name
-    except ValueError:
-        name = f'signal {status.si_status}'
-    return (f'DataLoader worker (pid {status.si_pid}) is killed by signal: '
-            f'{name} (the main process lost the connection to it while '
-            f'receiving a batch).' + signal_hint(name))
+    for child in psutil.Process().children():
+        try:
+            status = os.waitid(os.P_PID, child.pid,
+                               os.WEXITED | os.WNOHANG | os.WNOWAIT)
+        except ChildProcessError:
+            continue
+        if status is None or status.si_code not in (os.CLD_KILLED,
+                                                    os.CLD_DUMPED):
+            continue
+        try:
+            name = signal.Signals(status.si_status).name
+        except ValueError:
+            name = f'signal {status.si_status}'
+        return (f'DataLoader worker (pid {status.si_pid}) is killed by '
+                f'signal: {name} (the main process lost the connection to '
+                f'it while receiving a batch).' + signal_hint(name))
+    return None
 
 
 def debug_requested(args: Any = None) -> bool:

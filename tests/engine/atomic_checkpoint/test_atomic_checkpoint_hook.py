@@ -172,16 +172,26 @@ def test_killed_worker_fails_the_run(start_method, tmp_path,
         r'SIGKILL is most often the out-of-memory killer', message), message
 
 
+def _waitable(pid):
+    while os.waitid(os.P_PID, pid,
+                    os.WEXITED | os.WNOHANG | os.WNOWAIT) is None:
+        time.sleep(0.01)
+
+
 def test_lost_batch_names_the_killed_worker():
     """A worker killed while its batch was in transfer: the main process
-    sees ConnectionResetError; the dead child is found and named."""
+    sees ConnectionResetError; the dead child is found and named, also
+    when another child that ended normally waits to be reaped before it
+    (what ``waitid(P_ALL)`` would report)."""
+    ended = os.fork()
+    if ended == 0:
+        os._exit(0)
+    _waitable(ended)
     pid = os.fork()
     if pid == 0:
         os.kill(os.getpid(), signal.SIGKILL)
     try:
-        while os.waitid(os.P_PID, pid,
-                        os.WEXITED | os.WNOHANG | os.WNOWAIT) is None:
-            time.sleep(0.01)
+        _waitable(pid)
         try:
             try:
                 raise ConnectionResetError(104, 'Connection reset by peer')
@@ -191,7 +201,8 @@ def test_lost_batch_names_the_killed_worker():
             message = worker_death_message(e)
     finally:
         os.waitpid(pid, 0)
-    assert message.startswith(
+        os.waitpid(ended, 0)
+    assert message is not None and message.startswith(
         f'DataLoader worker (pid {pid}) is killed by signal: SIGKILL (the '
         'main process lost the connection to it while receiving a batch). '
         'SIGKILL is most often the out-of-memory killer'), message
