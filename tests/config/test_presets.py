@@ -65,7 +65,7 @@ def base_configs(tmp_path_factory):
 
 def test_known_presets():
     assert known_presets() == [
-        'bf16', 'fast_pipeline', 'fp16', 'fp16_dynamic', 'grad_accum_x2',
+        'activation_checkpointing', 'bf16', 'fast_pipeline', 'fp16', 'fp16_dynamic', 'grad_accum_x2',
         'grad_accum_x4', 'grad_accum_x8'
     ]
     for name in known_presets():

@@ -22,13 +22,13 @@ from typing import Any, Callable, Optional
 from ..constants import CUSTOM_IMPORTS
 from ..failures.causes import known_error, signal_hint
 from ..failures.exceptions import (AmpUnsupportedError, BadSampleError,
-                                   BadSamplesError)
+                                   BadSamplesError, GradientCoverageError)
 from .parsers import DEBUG_ENV
 
 
 USER_ERROR_TYPES = (FileNotFoundError, FileExistsError, ValueError,
                     TypeError, ImportError, AmpUnsupportedError,
-                    BadSampleError, BadSamplesError)
+                    BadSampleError, BadSamplesError, GradientCoverageError)
 
 _REGISTRY_RE = re.compile(
     r'^(?P<type>\S+) is not in the (?P<registry>\S+) registry\.')

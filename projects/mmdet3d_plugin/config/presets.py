@@ -1,5 +1,5 @@
-"""Composable training presets: gradient accumulation, mixed precision and
-the fast data pipeline.
+"""Composable training presets: gradient accumulation, mixed precision,
+activation checkpointing and the fast data pipeline.
 
 mmengine refuses two ``_base_`` files that set the same key, so a preset
 cannot be listed beside a model config (both set ``optim_wrapper``). Instead
@@ -189,6 +189,8 @@ def _merge_preset(cfg: Config, preset: Dict, name: str) -> str:
             for key in ('dtype', 'loss_scale'):
                 optim_wrapper.pop(key, None)
     cfg.merge_from_dict(preset)
+    if ow_preset is None:
+        return ', '.join(f'{k}={v!r}' for k, v in preset.items())
     return _describe(cfg)
 
 

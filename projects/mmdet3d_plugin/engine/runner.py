@@ -1,6 +1,7 @@
 """Runner that counts gradient accumulation in ``auto_scale_lr``."""
 from typing import Dict, Optional, Union
 
+from mmengine.model import is_model_wrapper
 from mmengine.optim import OptimWrapper, OptimWrapperDict, _ParamScheduler
 from mmengine.runner import Runner
 from mmdet3d.registry import RUNNERS
@@ -8,6 +9,10 @@ from mmdet3d.registry import RUNNERS
 from ..config.optim_wrapper import is_multi_wrapper, validate_optim_wrapper
 from ..datasets.heap import frozen_heap_worker_init
 from ..datasets.wrappers import share_index_lists
+from .activation_checkpointing.checkpointing import (
+    turn_on_activation_checkpointing)
+from .activation_checkpointing.gradient_coverage_hook import (
+    GradientCoverageHook)
 from .amp import (check_amp_supported, warn_accumulation_with_batchnorm,
                   warn_bf16_on_cpu)
 from .resume.accumulation_resume_hook import AccumulationResumeHook
@@ -53,7 +58,14 @@ class PluginRunner(Runner):
       (``CBGSDataset.sample_indices``) into shared memory
       (:func:`share_index_lists`) before any worker starts, and its
       workers freeze what they inherited from the cyclic collector
-      (:func:`frozen_heap_worker_init`).
+      (:func:`frozen_heap_worker_init`);
+    - the config's ``activation_checkpointing`` (mmengine's key: module
+      names; or ``'auto'``, preset ``'activation_checkpointing'``) is
+      carried out by the plugin's non-reentrant checkpointing
+      (``engine/activation_checkpointing``), which keeps the gradients,
+      BatchNorm statistics and random draws of training without it, when
+      the Runner is built; mmengine's reentrant wrapper never sees the
+      key, and a :class:`GradientCoverageHook` checks the first backward.
 
     :func:`projects.mmdet3d_plugin.load_config` selects it
     (``runner_type='PluginRunner'``); build it with mmdet3d's ``RUNNERS``.
@@ -70,6 +82,23 @@ class PluginRunner(Runner):
         if counts > 1 and not any(
                 isinstance(h, AccumulationResumeHook) for h in self.hooks):
             self.register_hook(AccumulationResumeHook(counts))
+        self._checkpoint_activations()
+
+    def _checkpoint_activations(self) -> None:
+        """Checkpoint what ``activation_checkpointing`` names, with the
+        plugin's implementation; the key leaves ``self.cfg`` so that
+        mmengine's ``train()`` does not wrap the modules again."""
+        value = self.cfg.pop('activation_checkpointing', None)
+        if value is None:
+            return
+        model = self.model.module if is_model_wrapper(
+            self.model) else self.model
+        names = turn_on_activation_checkpointing(model, value)
+        self.logger.info(
+            f'activation_checkpointing={value!r}: {len(names)} modules '
+            f'checkpointed (non-reentrant): {", ".join(names)}')
+        if not any(isinstance(h, GradientCoverageHook) for h in self.hooks):
+            self.register_hook(GradientCoverageHook())
 
     @staticmethod
     def build_dataloader(dataloader, seed: Optional[int] = None,

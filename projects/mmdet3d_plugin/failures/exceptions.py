@@ -35,3 +35,12 @@ class BadSamplesError(RuntimeError):
     """More broken samples than the run tolerates, or a data root that is
     mostly missing (``BadSampleHook``; the records are in
     ``bad_samples.json``)."""
+
+
+class GradientCoverageError(RuntimeError):
+    """A trainable parameter inside an activation-checkpointed module got no
+    gradient in the run's first backward (raised on every rank by
+    ``GradientCoverageHook``; ``engine/activation_checkpointing``)."""
+
+    #: As :attr:`NonFiniteStepsError.every_rank`.
+    every_rank = True
