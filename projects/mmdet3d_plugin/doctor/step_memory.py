@@ -15,16 +15,16 @@ Examples:
     ...                      held=[model, optim_wrapper.optimizer])
     >>> usage.peak_bytes, usage.rss_peak_bytes
 """
+import contextlib
 import os
 import re
+import sys
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Optional
+from typing import Any, Callable, Iterable, Iterator, Optional
 
 import torch
 
-#: libkineto's log level that keeps its start / stop lines off stderr.
-_QUIET_KINETO = '5'
 _HWM = re.compile(rb'^VmHWM:\s+(\d+) kB', re.M)
 _RSS = re.compile(rb'^VmRSS:\s+(\d+) kB', re.M)
 
@@ -95,6 +95,21 @@ def _reset_rss_peak() -> bool:
         return False
 
 
+@contextlib.contextmanager
+def _quiet_stderr() -> Iterator[None]:
+    """File descriptor 2 to /dev/null: libkineto prints its profiler
+    start and stop lines from C++ whatever its log level (torch 2.13)."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    try:
+        with open(os.devnull, 'w') as null:
+            os.dup2(null.fileno(), 2)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+
+
 def _cpu_peak(events) -> int:
     """The largest running sum of the allocator's memory events."""
     memory = [e for e in events if e.name() == '[memory]'
@@ -141,15 +156,19 @@ def measure_step(step: Callable[[], Any],
         peak = torch.cuda.max_memory_allocated()
         return StepMemory(peak, base, time.perf_counter() - start,
                           device='cuda')
-    os.environ.setdefault('KINETO_LOG_LEVEL', _QUIET_KINETO)
     from torch.profiler import ProfilerActivity, profile
     base = held_bytes(held)
     rss_before = _status_kb(_RSS)
     resettable = _reset_rss_peak()
     if live:
-        with profile(activities=[ProfilerActivity.CPU],
-                     profile_memory=True) as prof:
+        prof = profile(activities=[ProfilerActivity.CPU], profile_memory=True)
+        with _quiet_stderr():  # libkineto's start line
+            prof.__enter__()
+        try:
             step()
+        finally:
+            with _quiet_stderr():  # and its stop line
+                prof.__exit__(None, None, None)
     else:
         step()
     rss_peak = _status_kb(_HWM)
