@@ -47,6 +47,7 @@ from projects.mmdet3d_plugin.engine.watchdog.abort import DistWatchdogHang
 from projects.mmdet3d_plugin.failures.causes import (CAUSES, find_cause,
                                                      signal_hint)
 from projects.mmdet3d_plugin.failures.collect import RankFailure, collect_failures
+from projects.mmdet3d_plugin.config.presets import known_presets
 from projects.mmdet3d_plugin.failures.build import build_report
 from projects.mmdet3d_plugin.failures.text import format_report
 from projects.mmdet3d_plugin.failures.error_files import read_error_file
@@ -119,6 +120,14 @@ DDP_TEXT = ('RuntimeError: Expected to have finished reduction in the prior '
 def test_cause_table(text, exit_code, key):
     cause = find_cause(text, exit_code)
     assert (cause.key if cause else None) == key
+
+
+def test_gpu_oom_fix_names_the_levers_and_the_doctor():
+    fix = find_cause('torch.OutOfMemoryError: CUDA out of memory.', 1).fix
+    for lever in ("presets = ['activation_checkpointing']", '--accum 2',
+                  '--amp bf16', 'tools/doctor.py CONFIG --gpu-memory 16G'):
+        assert lever in fix, lever
+    assert 'activation_checkpointing' in known_presets()
 
 
 def test_every_cause_has_a_fix_and_a_way_to_be_found():

@@ -510,6 +510,30 @@ OVERRIDES = (
         'records the ranks it stopped in ChildFailedError.failures (2.13 '
         'does, 2.1.2 does not)',
         reviewed={'torch': TORCH_RUN}),
+    Override(
+        name='mmengine_activation_checkpointing',
+        where='engine/runner.py: _checkpoint_activations',
+        what="takes the config's activation_checkpointing key out of the "
+        "Runner's cfg before mmengine's train() reads it (there it wraps "
+        "each module's forward in reentrant torch.utils.checkpoint with "
+        'positional arguments only: a list input loses its graph, weights '
+        'whose inputs need no grad get none) and checkpoints the modules '
+        "with engine/activation_checkpointing (use_reentrant=False, "
+        'context_fn: torch >= 2.1)',
+        upstream='mmengine #1425; mmengine.runner.activation_checkpointing',
+        remove_when='mmengine checkpoints without reentrant autograd, with '
+        'keyword arguments and BatchNorm statistics moved once',
+        reviewed={'mmengine': '==0.10.7', 'torch': TORCH_RUN}),
+    Override(
+        name='step_memory_profiler',
+        where='doctor/step_memory.py: measure_step',
+        what="reads the CPU allocator's '[memory]' events of the profiler's "
+        'kineto results (profile.profiler.kineto_results.events(): name, '
+        'device_type, nbytes, start time) for the live tensor peak of a '
+        'step on the CPU, where torch keeps no max_memory_allocated',
+        upstream='torch.autograd.profiler.profile.kineto_results (private)',
+        remove_when='torch offers peak memory statistics for the CPU',
+        reviewed={'torch': TORCH_RUN}),
 )
 
 

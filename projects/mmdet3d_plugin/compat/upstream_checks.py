@@ -601,4 +601,22 @@ CHECKS: Tuple[Check, ...] = (
          # timeout.
          other_versions=(('2.1.2', '556a61bce45420d6d199539ee001a90917e1db0'
                           '377e2ade845c39cbfb0e73ebc'), )),
+    # mmengine_activation_checkpointing: what the plugin's runner keeps
+    # from running (reentrant, positional arguments only).
+    Copy('mmengine_activation_checkpointing', MMENGINE,
+         'mmengine.runner.activation_checkpointing'
+         '.turn_on_activation_checkpointing',
+         '471f5e962269441604dc8807e3e3682f2c1a9901e5b03dc22fe79a21f8c8c985'),
+    Copy('mmengine_activation_checkpointing', MMENGINE,
+         'mmengine.runner.activation_checkpointing.wrap_forward',
+         '62d2174022d272f55c806573bf28947da46d5747b5eb149ab0222ce6a741db15'),
+    # step_memory_profiler
+    Private('step_memory_profiler', TORCH,
+            'torch.autograd.profiler.profile.kineto_results'),
+    Private('step_memory_profiler', TORCH,
+            'torch._C._autograd._KinetoEvent.name'),
+    Private('step_memory_profiler', TORCH,
+            'torch._C._autograd._KinetoEvent.device_type'),
+    Private('step_memory_profiler', TORCH,
+            'torch._C._autograd._KinetoEvent.nbytes'),
 )

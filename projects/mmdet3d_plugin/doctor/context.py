@@ -125,6 +125,8 @@ class DoctorOptions:
             Defaults to False.
         step_time (float, optional): Seconds of one training step, for
             ``data.throughput``. Defaults to None (assumed).
+        gpu_memory (int, optional): Bytes of the GPUs' memory, for
+            ``model.gpu_memory``. Defaults to None (the local GPU's).
     """
     config: str
     iters: int = 3
@@ -138,6 +140,7 @@ class DoctorOptions:
     accum: Optional[int] = None
     auto_scale_lr: bool = False
     step_time: Optional[float] = None
+    gpu_memory: Optional[int] = None
 
     @property
     def procs_per_node(self) -> int:

@@ -20,7 +20,10 @@ it starts), the checks that otherwise fail hours into a distributed job:
   per transform, as ``tools/profile_pipeline.py`` does);
 - model: the Runner builds, N train iterations run, and parameters unused
   in all or some iterations are named with the ``find_unused_parameters``
-  setting DDP needs;
+  setting DDP needs; one step's peak of tensor memory against the GPUs'
+  (``--gpu-memory``, or the local GPU's) and what activation
+  checkpointing, half the batch with ``--accum 2`` and mixed precision
+  would give;
 - optim: float16 / bfloat16 possible here (bfloat16's slowdown measured on
   the model where the CPU emulates it), accumulation with BatchNorm,
   the effective batch and the LR with and without auto-scaling, finite
@@ -51,8 +54,8 @@ from typing import Any, Dict, List, Optional
 from ..cli.parsers import LAUNCHERS
 from ..quiet_logger import quiet_logger
 from .checks import config as cfg_
-from .checks import (data, dist, env, files, memory, model, optim,
-                     registry_types, throughput)
+from .checks import (data, dist, env, files, gpu_memory, memory, model,
+                     optim, registry_types, throughput)
 from .context import (CheckResult, DoctorContext, DoctorOptions, FAIL, PASS,
                       WARN)
 
@@ -188,6 +191,8 @@ def _checks() -> List:
          ('bf16_emulated', )),
         ('model.train', model.check_train, ('runner', 'dataset.train'),
          ('train_stats', )),
+        ('model.gpu_memory', gpu_memory.check_gpu_memory,
+         ('runner', 'memory_batch'), ()),
         ('model.unused_params', model.check_unused, ('train_stats', ), ()),
         ('optim.accumulation_bn', optim.check_accumulation_bn, ('runner', ),
          ()),
@@ -232,7 +237,8 @@ def run_doctor(config: str,
                amp: Optional[str] = None,
                accum: Optional[int] = None,
                auto_scale_lr: bool = False,
-               step_time: Optional[float] = None) -> DoctorReport:
+               step_time: Optional[float] = None,
+               gpu_memory: Optional[int] = None) -> DoctorReport:
     """Run every check on ``config`` in this process.
 
     Args:
@@ -258,6 +264,9 @@ def run_doctor(config: str,
         step_time (float, optional): Seconds of one training step, for
             ``data.throughput``. Defaults to None (an assumed GPU time per
             sample).
+        gpu_memory (int, optional): Bytes of memory of the run's GPUs, for
+            ``model.gpu_memory``. Defaults to None (the local GPU's; the
+            check is skipped without a GPU).
 
     Returns:
         DoctorReport: The checklist.
@@ -291,7 +300,8 @@ def run_doctor(config: str,
         amp=amp,
         accum=accum,
         auto_scale_lr=auto_scale_lr,
-        step_time=step_time)
+        step_time=step_time,
+        gpu_memory=gpu_memory)
     start = time.perf_counter()
     start_method = multiprocessing.get_start_method(allow_none=True)
     with tempfile.TemporaryDirectory(prefix='doctor_') as tmp_dir, \

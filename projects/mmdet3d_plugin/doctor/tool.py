@@ -11,17 +11,33 @@ loads).
 Public API::
 
     doctor_parser() -> argparse.ArgumentParser
+    parse_gpu_memory(text: str) -> int
     merge_train_args(args: argparse.Namespace) -> argparse.Namespace
     run_from_args(args: argparse.Namespace) -> int
     main(argv: Optional[Sequence[str]] = None) -> int
 """
 import argparse
 import os
+import re
 from typing import Optional, Sequence
 
 from ..cli.parsers import (LAUNCHERS, add_cfg_options, add_debug_flag,
                            add_train_flags, train_parser)
 from ..fileio.atomic import atomic_write_json
+
+
+_SIZE = re.compile(r'^\s*(\d+(?:\.\d+)?)\s*(g|gb|gib|m|mb|mib)?\s*$', re.I)
+
+
+def parse_gpu_memory(text: str) -> int:
+    """``--gpu-memory`` in bytes: ``16G``, ``80GB``, ``24576M`` (G means
+    GiB, as GPUs are sold) or a bare number of GiB."""
+    found = _SIZE.match(str(text))
+    if found is None or float(found.group(1)) <= 0:
+        raise argparse.ArgumentTypeError(
+            f'expected a size such as 16G, 80GB or 24576M, got {text!r}')
+    unit = (found.group(2) or 'g').lower()[0]
+    return int(float(found.group(1)) * (2**30 if unit == 'g' else 2**20))
 
 
 def doctor_parser() -> argparse.ArgumentParser:
@@ -57,6 +73,12 @@ def doctor_parser() -> argparse.ArgumentParser:
         '--step-time', type=float, default=None, metavar='S',
         help='seconds of one training step, for data.throughput (default: '
         'the batch size x an assumed GPU time per sample)')
+    parser.add_argument(
+        '--gpu-memory', type=parse_gpu_memory, default=None, metavar='SIZE',
+        help="memory of the run's GPUs, e.g. 16G or 80GB: one training "
+        'step is measured against it, with and without activation '
+        'checkpointing, --accum 2 and mixed precision (default: the local '
+        "GPU's; without a GPU the check is skipped)")
     parser.add_argument(
         '--verbose', action='store_true',
         help='show the INFO logs and warnings of the libraries')
@@ -137,7 +159,8 @@ def run_from_args(args: argparse.Namespace) -> int:
         amp=args.amp,
         accum=args.accum,
         auto_scale_lr=args.auto_scale_lr,
-        step_time=args.step_time)
+        step_time=args.step_time,
+        gpu_memory=args.gpu_memory)
     print(report.format(), flush=True)
     if args.json:
         atomic_write_json(report.to_json(), args.json)

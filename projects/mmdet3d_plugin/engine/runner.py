@@ -1,4 +1,5 @@
-"""Runner that counts gradient accumulation in ``auto_scale_lr``."""
+"""Runner that counts gradient accumulation in ``auto_scale_lr`` and
+checkpoints activations with the plugin's implementation."""
 from typing import Dict, Optional, Union
 
 from mmengine.model import is_model_wrapper

@@ -160,6 +160,8 @@ def check_train(ctx: DoctorContext) -> CheckResult:
     start = time.perf_counter()
     try:
         for i, batch in zip(range(iters), batches):
+            if i == 0:
+                ctx.provide('memory_batch', batch)  # model.gpu_memory's
             log_vars = model.train_step(batch, optim_wrapper)
             recorder.next_iteration()
             losses.append({k: _scalar(v) for k, v in log_vars.items()})
