@@ -13,8 +13,9 @@
 #
 # 'auto' checkpoints, by class, the parts of mmdet3d's LiDAR detectors
 # (AUTO_PARTS in engine/activation_checkpointing/checkpointing.py): each
-# PillarFeatureNet layer, each SparseEncoder stage, each SECOND block, the
-# SECONDFPN neck, CenterHead's shared convolution and each task head.
+# PillarFeatureNet layer, SparseEncoder's input convolution and first
+# stage, each SECOND block, the SECONDFPN neck, CenterHead's shared
+# convolution and each task head.
 # Choose the modules yourself with a list of names, where * stands for one
 # part of a name:
 #   --cfg-options activation_checkpointing="['pts_neck','pts_bbox_head.task_heads.*']"

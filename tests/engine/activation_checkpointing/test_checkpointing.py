@@ -8,6 +8,7 @@ sparse models is not reproducible run to run (a CenterPoint voxel0075 loss
 moved by 0.4 % between two plain steps on the same batch).
 """
 import copy
+import json
 import math
 from pathlib import Path
 
@@ -291,3 +292,39 @@ def test_full_size_configs_step_equal(name, batch_size, nus_synthetic):
     assert any('backbone.blocks.' in n for n in names)
     assert any('middle_encoder.encoder_layers.' in n or
                'voxel_encoder.pfn_layers.' in n for n in names)
+
+
+def coverage_rank(out):
+    """One of 2 gloo ranks: the toy model under DDP with ``dead``
+    checkpointed; writes ``rank<N>.json`` with the error it stopped on."""
+    from mmdet3d.registry import RUNNERS
+    from projects.mmdet3d_plugin.compat.cpu_dist import init_cpu_dist
+    from mmengine.dist import get_rank
+
+    init_cpu_dist(timeout=120)
+    cfg = runner_cfg(str(out / 'work'), distributed=True, find_unused=True,
+                     hook=dict(type='EmptyCacheHook'))
+    cfg.update(activation_checkpointing=['stem', 'dead'],
+               runner_type='PluginRunner')
+    runner = RUNNERS.build(Config(cfg))
+    result = dict(iter=None, error=None)
+    try:
+        runner.train()
+    except GradientCoverageError as e:
+        result.update(error=str(e))
+    result['iter'] = runner.iter
+    (out / f'rank{get_rank()}.json').write_text(json.dumps(result))
+    return 0
+
+
+def test_every_rank_stops_together(tmp_path):
+    """Under 2-rank DDP the marks of both ranks are combined: both stop
+    after the first iteration with the same error."""
+    from tests.helpers.train_tool import fork_call
+    group = fork_call(coverage_rank, tmp_path)  # hook: under 2-rank DDP
+    output = group.communicate(timeout=240)[0]
+    ranks = [json.loads((tmp_path / f'rank{r}.json').read_text())
+             for r in range(2)]
+    assert ranks[0] == ranks[1], output[-3000:]
+    assert ranks[0]['iter'] == 0
+    assert 'dead.weight, dead.bias' in ranks[0]['error']

@@ -7,11 +7,14 @@ grad, and training goes on with them frozen: nothing says so (mmengine
 #1425). :class:`PluginRunner` checkpoints correctly and adds this hook
 whenever modules are checkpointed: after the first iteration's backward,
 a trainable parameter of a checkpointed module that received no gradient
-is an error naming it. Parameters outside checkpointed modules, and runs
+is an error naming it, raised on every rank (the marks of all ranks are
+combined first). Parameters outside checkpointed modules, and runs
 without checkpointing, are ``DDPUnusedParamHook``'s business.
 """
 from typing import List, Optional, Sequence
 
+import torch
+from mmengine.dist import all_reduce
 from mmengine.hooks import Hook
 from mmengine.model import is_model_wrapper
 from mmdet3d.registry import HOOKS
@@ -69,9 +72,14 @@ class GradientCoverageHook(Hook):
                          outputs=None) -> None:
         if self._used is None:
             return
-        used, self._used = self._used, None
+        used = torch.tensor(list(self._used), dtype=torch.int32)
+        self._used = None
         self._stop_marking()
-        missing = [n for n, u in zip(self._names, used) if not u]
+        # A parameter that got a gradient on any rank is covered (one
+        # unused on some ranks only is data-dependent: the unused-parameter
+        # hook's business); every rank then decides alike.
+        all_reduce(used, op='max')
+        missing = [n for n, u in zip(self._names, used.tolist()) if not u]
         if missing:
             raise GradientCoverageError(missing_message(missing,
                                                         self._modules))
