@@ -8,7 +8,7 @@
 # Use when a config's batch does not fit a GPU's memory
 # (tools/doctor.py CONFIG --gpu-memory 16G measures the peak with and
 # without it). Measured on the CPU, full-size CenterPoint voxel0075 at
-# batch 4: live tensor peak 0.30x, step time 1.27x
+# batch 4: live tensor peak 0.48x, step time 1.18x
 # (benchmarks/bench_activation_checkpointing.py).
 #
 # 'auto' checkpoints, by class, the parts of mmdet3d's LiDAR detectors

@@ -180,7 +180,7 @@ CUDA_OOM = Cause(
     explanation='a rank needed more GPU memory than it had',
     fix="checkpoint activations (presets = ['activation_checkpointing'], "
     'or --cfg-options activation_checkpointing=auto: the same results, '
-    'about a third of the peak for CenterPoint), halve the batch size and '
+    'about half the peak for CenterPoint), halve the batch size and '
     'keep the effective batch with gradient accumulation (--accum 2, or '
     "presets = ['grad_accum_x2']), train in bf16/fp16 (--amp bf16 / --amp "
     'fp16); tools/doctor.py CONFIG --gpu-memory 16G measures what each '

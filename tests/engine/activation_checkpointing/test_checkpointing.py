@@ -328,3 +328,14 @@ def test_every_rank_stops_together(tmp_path):
     assert ranks[0] == ranks[1], output[-3000:]
     assert ranks[0]['iter'] == 0
     assert 'dead.weight, dead.bias' in ranks[0]['error']
+
+
+def test_the_preset_composes_with_accumulation_and_precision():
+    cfg = load_config(str(REPO_ROOT / CENTERPOINT))
+    merge_presets(cfg, ['activation_checkpointing', 'grad_accum_x4', 'bf16'])
+    assert cfg.activation_checkpointing == 'auto'
+    assert cfg.optim_wrapper.accumulative_counts == 4
+    assert cfg.optim_wrapper.type == 'BF16AmpOptimWrapper'
+    chosen = load_config(str(REPO_ROOT / CENTERPOINT), cfg_options={
+        'activation_checkpointing': ['auto', 'pts_middle_encoder']})
+    assert chosen.activation_checkpointing == ['auto', 'pts_middle_encoder']
