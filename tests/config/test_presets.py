@@ -65,8 +65,8 @@ def base_configs(tmp_path_factory):
 
 def test_known_presets():
     assert known_presets() == [
-        'activation_checkpointing', 'bf16', 'fast_pipeline', 'fp16', 'fp16_dynamic', 'grad_accum_x2',
-        'grad_accum_x4', 'grad_accum_x8'
+        'activation_checkpointing', 'bf16', 'fast_pipeline', 'fp16',
+        'fp16_dynamic', 'grad_accum_x2', 'grad_accum_x4', 'grad_accum_x8'
     ]
     for name in known_presets():
         text = (REPO / 'configs/_base_/presets' / f'{name}.py').read_text()
@@ -156,8 +156,9 @@ def test_precision_preset_replaces_base_precision():
 @pytest.mark.parametrize('names, match', [
     (['fp16', 'bf16'], r"\['fp16', 'bf16'\] both set the precision"),
     (['grad_accum_x2', 'grad_accum_x8'], 'both set the accumulation'),
-    (['fp32'], r"unknown preset 'fp32'; known presets are \['bf16', "
-     r"'fast_pipeline', 'fp16', 'fp16_dynamic', 'grad_accum_x2'"),
+    (['fp32'], r"unknown preset 'fp32'; known presets are "
+     r"\['activation_checkpointing', 'bf16', 'fast_pipeline', 'fp16', "
+     r"'fp16_dynamic', 'grad_accum_x2'"),
     ('grad_accum_x16', "unknown preset 'grad_accum_x16'"),
 ])
 def test_bad_preset_lists(names, match):

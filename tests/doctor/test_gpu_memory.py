@@ -3,11 +3,13 @@ memory against the GPUs' memory, and what each lever gives, before launch;
 for voxel0075 at batch 4 within 15 % of a real training step's peak."""
 import argparse
 import re
+import time
 from pathlib import Path
 
 import pytest
 import torch
 
+from projects.mmdet3d_plugin.constants import CPU_BF16_ENV
 from projects.mmdet3d_plugin.doctor.checks.gpu_memory import (
     HEADROOM, Lever, plan_gpu_memory)
 from projects.mmdet3d_plugin.doctor.preflight import run_doctor
@@ -17,8 +19,9 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 GiB = 2**30
 CENTERPOINT = str(REPO_ROOT / 'configs/centerpoint/'
                   'centerpoint_pillar_synthetic.py')
-VOXEL0075 = str(REPO_ROOT / 'configs/centerpoint/'
-                'centerpoint_voxel0075_second_secfpn_8xb4-cyclic-20e_nus-3d.py')
+VOXEL0075 = str(
+    REPO_ROOT / 'configs/centerpoint/'
+    'centerpoint_voxel0075_second_secfpn_8xb4-cyclic-20e_nus-3d.py')
 #: The generated data is v1.0-mini (config.data_version says so).
 MINI = {'val_dataloader.dataset.metainfo.version': 'v1.0-mini',
         'test_dataloader.dataset.metainfo.version': 'v1.0-mini'}
@@ -89,7 +92,8 @@ def test_doctor_measures_the_step_and_each_lever(nus_synthetic):
     assert line.status == 'pass', report.format()
     levers = dict(re.findall(r'(activation_checkpointing|batch \d with '
                              r'--accum 2) ([\d.]+) GiB', line.detail))
-    assert set(levers) == {'activation_checkpointing', 'batch 1 with --accum 2'}
+    assert set(levers) == {'activation_checkpointing',
+                           'batch 1 with --accum 2'}
     assert "presets = ['activation_checkpointing']" in line.detail
     assert 'fp16: not measured here' in line.detail or \
         torch.cuda.is_available()
@@ -97,10 +101,12 @@ def test_doctor_measures_the_step_and_each_lever(nus_synthetic):
 
 @pytest.mark.full_size
 def test_estimate_of_voxel0075_batch_4_matches_a_training_step(
-        nus_synthetic, tmp_path):
+        nus_synthetic, tmp_path, monkeypatch):
     """The doctor's figure and the live tensor peak of a PluginRunner's
     first training iteration (its own batch of 4, its AdamW) agree within
-    15 %; each lever is below the plain step."""
+    15 %; each lever is below the plain step. (bf16 is left out: on this
+    CPU it would be a fourth full step, and on another one not run.)"""
+    monkeypatch.setenv(CPU_BF16_ENV, 'emulated')
     from projects.mmdet3d_plugin import load_config
     from projects.mmdet3d_plugin.cli.runner_setup import (build_runner,
                                                           isolate_runner)
@@ -110,9 +116,12 @@ def test_estimate_of_voxel0075_batch_4_matches_a_training_step(
     options = {'train_dataloader.batch_size': 4,
                'train_dataloader.num_workers': 0,
                'train_dataloader.persistent_workers': False, **MINI}
+    start = time.perf_counter()
     report = run_doctor(VOXEL0075, iters=1, data_root=str(nus_synthetic),
                         cfg_options=options, gpu_memory=16 * GiB)
     line = report.get('model.gpu_memory')
+    print(f'doctor {time.perf_counter() - start:.0f} s; '
+          f'{line.check} {line.seconds:.0f} s')
     estimate = _peak(line.detail)
     cfg = load_config(VOXEL0075, cfg_options={
         **options, 'train_cfg': dict(_delete_=True, type='IterBasedTrainLoop',

@@ -18,7 +18,8 @@
 # convolution and each task head.
 # Choose the modules yourself with a list of names, where * stands for one
 # part of a name:
-#   --cfg-options activation_checkpointing="['pts_neck','pts_bbox_head.task_heads.*']"
+#   --cfg-options \
+#       activation_checkpointing="['pts_neck','pts_bbox_head.task_heads.*']"
 #
 # Compose it from a config with presets = ['activation_checkpointing']
 # (with any other presets). mmengine's own key, a list of module names,

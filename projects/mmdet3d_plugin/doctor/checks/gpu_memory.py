@@ -17,7 +17,9 @@ import copy
 from dataclasses import dataclass
 from typing import Any, List, Optional
 
+import torch
 from mmengine.config import Config
+from mmengine.model import is_model_wrapper
 
 from ...config.presets import force_float32, merge_train_flags
 from ...engine.cpu_bf16 import cpu_bf16_native
@@ -113,7 +115,6 @@ def _batch_size(batch: Any) -> int:
 
 def capacity_of(ctx: DoctorContext) -> Optional[int]:
     """``--gpu-memory``, else the local GPU's memory, else None."""
-    import torch
     if ctx.options.gpu_memory is not None:
         return ctx.options.gpu_memory
     if torch.cuda.is_available():
@@ -123,9 +124,6 @@ def capacity_of(ctx: DoctorContext) -> Optional[int]:
 
 def check_gpu_memory(ctx: DoctorContext) -> CheckResult:
     """Measure one step and its levers; say whether it fits the GPU."""
-    import torch
-    from mmengine.model import is_model_wrapper
-
     capacity = capacity_of(ctx)
     if capacity is None:
         return passed(CHECK, 'skipped: no GPU here; pass --gpu-memory 16G '
@@ -184,7 +182,6 @@ def check_gpu_memory(ctx: DoctorContext) -> CheckResult:
 
 def _precision_levers(ctx, device, optim_cfg, batch, step_peak):
     """fp16 / bf16 measured where they run at speed, else said why not."""
-    import torch
     levers = []
     for mode in ('fp16', 'bf16'):
         how = f'--amp {mode}'
