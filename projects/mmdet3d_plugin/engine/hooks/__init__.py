@@ -1,6 +1,8 @@
 """The index of the plugin's registered hooks. Each lives in the folder of
 its capability, beside its machinery (``engine/<capability>/``); importing
 this module registers them all."""
+from ..activation_checkpointing.gradient_coverage_hook import \
+    GradientCoverageHook
 from ..atomic_checkpoint.atomic_checkpoint_hook import AtomicCheckpointHook
 from ..bad_samples.bad_sample_hook import BadSampleHook
 from ..nonfinite.nonfinite_guard_hook import NonFiniteGuardHook
@@ -14,5 +16,6 @@ from ..watchdog.dist_watchdog_hook import DistWatchdogHook
 __all__ = [
     'AccumulationResumeHook', 'AtomicCheckpointHook', 'BadSampleHook',
     'DDPUnusedParamHook', 'DataPositionHook', 'DistWatchdogHook',
-    'NonFiniteGuardHook', 'PreemptionHook', 'StragglerHook'
+    'GradientCoverageHook', 'NonFiniteGuardHook', 'PreemptionHook',
+    'StragglerHook'
 ]
