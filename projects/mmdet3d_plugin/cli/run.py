@@ -10,7 +10,6 @@ import argparse
 import logging
 import os
 import os.path as osp
-import time
 
 from mmengine.config import Config
 from mmengine.logging import print_log
@@ -24,10 +23,6 @@ from ..engine.checkpoint_fit import check_checkpoint_fits
 from ..failures.rank_info import note_rank_context
 from .prepare import prepare_run
 from .runner_setup import build_runner, setup_distributed
-
-#: Seconds the end of a run waits, at most, for the feeder threads of its
-#: DataLoader iterators' queues (each ends a moment after its queue closes).
-FEEDER_WAIT_S = 5.0
 
 
 def _set_local_rank(args: argparse.Namespace) -> None:
@@ -96,36 +91,13 @@ def end_data_loading(runner: Runner, names) -> None:
     ``_shutdown_workers`` then waits 5 s, twice, for each worker. A loop
     still a config dict is not built here.
     """
-    feeders = []
     for name in names:
         # mmengine's property builds a loop that is still a dict.
         if not isinstance(vars(runner).get(f'_{name}'), BaseLoop):
             continue
         loop = getattr(runner, name)
-        wrapper = getattr(loop, 'dataloader_iterator', None)
-        if wrapper is not None:
-            iterator = getattr(wrapper, '_iterator', None)
-            loader = getattr(wrapper, '_dataloader', None)
-            # persistent_workers: the DataLoader keeps the iterator (and
-            # its workers) until the Runner goes.
-            if getattr(loader, '_iterator', None) is not iterator:
-                feeders += _feeder_threads(iterator)
+        if getattr(loop, 'dataloader_iterator', None) is not None:
             loop.dataloader_iterator = None
-    # The iterator's shutdown closes its index queues; each queue's feeder
-    # thread then ends by itself, a moment later. Waited for, the process
-    # holds no thread of the run's when the tool returns.
-    deadline = time.monotonic() + FEEDER_WAIT_S
-    for thread in feeders:
-        thread.join(max(deadline - time.monotonic(), 0))
-
-
-def _feeder_threads(iterator) -> list:
-    """The feeder threads of a DataLoader iterator's index queues (torch's
-    ``_index_queues``, each a ``multiprocessing.Queue`` whose ``_thread``
-    sends what this process put)."""
-    queues = getattr(iterator, '_index_queues', None) or []
-    threads = [getattr(q, '_thread', None) for q in queues]
-    return [t for t in threads if t is not None]
 
 
 def train(args: argparse.Namespace) -> Runner:

@@ -493,13 +493,10 @@ OVERRIDES = (
         'built loop from a config dict (the public properties build it), '
         "and drops a built loop's dataloader_iterator at the run's end, so "
         "its DataLoader workers end through the iterator's own shutdown "
-        'before the Runner is freed; then waits for the feeder thread of '
-        "each of the iterator's index queues (torch's _index_queues, "
-        "multiprocessing's Queue._thread), unless the DataLoader keeps the "
-        'iterator (persistent_workers)',
+        'before the Runner is freed',
         upstream='mmengine.runner.Runner._train_loop (private)',
         remove_when='mmengine ends the loaders of a run at its end',
-        reviewed={'mmengine': '==0.10.7', 'torch': TORCH_RUN}),
+        reviewed={'mmengine': '==0.10.7'}),
     Override(
         name='torchrun_stopped_ranks',
         where='failures/exit_status.py: StoppedRanks',

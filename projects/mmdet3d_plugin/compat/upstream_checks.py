@@ -592,15 +592,6 @@ CHECKS: Tuple[Check, ...] = (
             'mmengine.runner.Runner._test_loop'),
     Private('runner_loops_built', MMENGINE,
             'mmengine.runner.IterBasedTrainLoop.dataloader_iterator'),
-    Private('runner_loops_built', MMENGINE,
-            'mmengine.runner.loops._InfiniteDataloaderIterator._iterator'),
-    Private('runner_loops_built', MMENGINE,
-            'mmengine.runner.loops._InfiniteDataloaderIterator._dataloader'),
-    Private('runner_loops_built', TORCH,
-            'torch.utils.data.dataloader._MultiProcessingDataLoaderIter'
-            '._index_queues'),
-    Private('runner_loops_built', TORCH,
-            'torch.utils.data.DataLoader._iterator'),
     # torchrun_stopped_ranks
     Copy('torchrun_stopped_ranks', TORCH,
          'torch.distributed.elastic.multiprocessing.api.SubprocessContext'
