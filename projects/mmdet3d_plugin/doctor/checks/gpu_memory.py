@@ -24,8 +24,8 @@ from mmengine.model import is_model_wrapper
 from ...config.presets import force_float32, merge_train_flags
 from ...engine.cpu_bf16 import cpu_bf16_native
 from ...engine.activation_checkpointing.checkpointing import (
-    AUTO, checkpointed_modules, resolve_modules,
-    turn_off_activation_checkpointing, turn_on_activation_checkpointing)
+    AUTO, checkpointed_modules, turn_off_activation_checkpointing,
+    turn_on_activation_checkpointing)
 from ..context import CheckResult, DoctorContext, failed, passed, warned
 from ..step_memory import measure_step
 
@@ -157,12 +157,11 @@ def check_gpu_memory(ctx: DoctorContext) -> CheckResult:
         how = ("presets = ['activation_checkpointing'] (or --cfg-options "
                'activation_checkpointing=auto)')
         try:
-            resolve_modules(plain, AUTO)
+            turn_on_activation_checkpointing(plain, AUTO)
         except ValueError as e:
             levers.append(Lever('activation_checkpointing', how,
                                 why_not=str(e).split(';')[0]))
         else:
-            turn_on_activation_checkpointing(plain, AUTO)
             try:
                 levers.append(Lever('activation_checkpointing', how,
                                     step_peak(batch)))

@@ -287,10 +287,10 @@ def turn_off_activation_checkpointing(model: nn.Module) -> List[str]:
     Returns:
         list[str]: The names of the modules that were checkpointed.
     """
-    names = [n for n, m in model.named_modules() if is_checkpointed(m)]
-    for name in names:
-        uncheckpoint_module(model.get_submodule(name))
-    return names
+    found = checkpointed_modules(model)
+    for _, module in found:
+        uncheckpoint_module(module)
+    return [name for name, _ in found]
 
 
 def checkpointed_modules(model: nn.Module) -> List[Tuple[str, nn.Module]]:
