@@ -487,6 +487,20 @@ OVERRIDES = (
         remove_when="torch elastic's handler takes extra fields",
         reviewed={'torch': TORCH_RUN}),
     Override(
+        name='dataloader_queue_feeders',
+        where='compat/dataloader_feeders.py: '
+        'join_queue_feeders_at_shutdown',
+        what="wraps torch's _MultiProcessingDataLoaderIter._shutdown_workers "
+        'so that it joins the feeder thread of each queue it closed (reads '
+        'the iterator\'s _index_queues and _worker_result_queue, and each '
+        "multiprocessing.Queue's _thread and _closed): nothing of an "
+        'iterator is left running when its shutdown returns',
+        upstream='torch.utils.data.dataloader._MultiProcessingDataLoaderIter'
+        '._shutdown_workers (private; it cancels the feeders\' join)',
+        remove_when='torch joins the queue feeders at shutdown',
+        reviewed={'torch': TORCH_RUN, 'python': '>=3.8,<3.14'},
+        at_import=True),
+    Override(
         name='runner_loops_built',
         where='cli/run.py: end_data_loading',
         what="reads Runner._train_loop / _val_loop / _test_loop to tell a "

@@ -601,6 +601,22 @@ CHECKS: Tuple[Check, ...] = (
          # timeout.
          other_versions=(('2.1.2', '556a61bce45420d6d199539ee001a90917e1db0'
                           '377e2ade845c39cbfb0e73ebc'), )),
+    # dataloader_queue_feeders
+    Private('dataloader_queue_feeders', TORCH,
+            'torch.utils.data.dataloader._MultiProcessingDataLoaderIter'
+            '._shutdown_workers', '(self)'),
+    Private('dataloader_queue_feeders', TORCH,
+            'torch.utils.data.dataloader._MultiProcessingDataLoaderIter'
+            '._index_queues'),
+    Private('dataloader_queue_feeders', TORCH,
+            'torch.utils.data.dataloader._MultiProcessingDataLoaderIter'
+            '._worker_result_queue'),
+    Private('dataloader_queue_feeders', TORCH,
+            'torch.utils.data._utils.MP_STATUS_CHECK_INTERVAL'),
+    Private('dataloader_queue_feeders', PYTHON,
+            'multiprocessing.queues.Queue._thread'),
+    Private('dataloader_queue_feeders', PYTHON,
+            'multiprocessing.queues.Queue._closed'),
     # mmengine_activation_checkpointing: what the plugin's runner keeps
     # from running (reentrant, positional arguments only).
     Copy('mmengine_activation_checkpointing', MMENGINE,
