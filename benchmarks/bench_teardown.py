@@ -40,6 +40,7 @@ from pathlib import Path
 REPO = osp.dirname(osp.dirname(osp.abspath(__file__)))
 sys.path.insert(0, REPO)
 
+from tests.helpers.dist_env import process_tree  # noqa: E402
 from tests.helpers.run_ends import (aborts, after_last_log_line,  # noqa: E402
                                     start_run_end, write_run_end_configs)
 
@@ -63,8 +64,10 @@ def one_run(kind: str, config: Path, expected: int, work: Path) -> dict:
     try:
         out = proc.communicate(timeout=HANG_SECONDS)[0]
     except subprocess.TimeoutExpired:
+        tree = process_tree(proc.pid)
         os.killpg(proc.pid, 9)
-        out = proc.communicate()[0] + '\n[bench_teardown: hung, killed]'
+        out = (proc.communicate()[0] + '\n[bench_teardown: hung, killed]\n'
+               + tree)
     seconds = time.perf_counter() - start
     found = aborts(out)
     trailing = after_last_log_line(out)

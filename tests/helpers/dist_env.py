@@ -6,6 +6,7 @@ import signal
 import subprocess
 from typing import Dict
 
+import psutil
 import pytest
 
 
@@ -48,12 +49,39 @@ def wait_or_kill(proc: subprocess.Popen, timeout: float, what: str) -> str:
             hung after rank 1 failed').
 
     Returns:
-        str: What the launcher printed.
+        str: What the launcher printed. A hang fails the test with the
+        launcher's process tree as it was (:func:`process_tree`), then
+        the output's end.
     """
     try:
         out, _ = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
+        tree = process_tree(proc.pid)
         os.killpg(proc.pid, signal.SIGKILL)
         out, _ = proc.communicate()
-        pytest.fail(f'{what}:\n{out[-5000:]}')
+        pytest.fail(f'{what}:\n{tree}\n{out[-5000:]}')
     return out
+
+
+def process_tree(pid: int) -> str:
+    """A line for ``pid`` and each of its descendants: its parent, state,
+    threads, the kernel function it waits in (``/proc/<pid>/wchan``) and
+    its command line; a DataLoader worker stuck right after ``fork()``
+    shows as a one-thread child of a rank waiting in ``futex``."""
+    try:
+        procs = [psutil.Process(pid)]
+        procs += procs[0].children(recursive=True)
+    except psutil.Error:
+        return f'process tree of {pid}: gone'
+    lines = [f'process tree of {pid} (pid ppid state threads wchan cmd):']
+    for p in procs:
+        try:
+            with open(f'/proc/{p.pid}/wchan') as f:
+                wchan = f.read().strip() or '-'
+            with p.oneshot():
+                lines.append(f'{p.pid} {p.ppid()} {p.status()} '
+                             f'{p.num_threads()} {wchan} '
+                             f'{" ".join(p.cmdline())[:160]}')
+        except (OSError, psutil.Error):
+            lines.append(f'{p.pid} gone')
+    return '\n'.join(lines)
