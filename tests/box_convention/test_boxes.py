@@ -204,9 +204,9 @@ def test_map_equals_mmdet3d_info_updater(tmp_path):
         updated = pickle.load(f)['infos']
     for old, new in zip(infos, updated):
         # The installed updater wraps the yaw with mmdet3d 1.4's
-        # limit_period, which computes a float64 array in float32 (up to 8e-7 here);
-        # the PR #677 pairs above, made by 0.x's numpy limit_period, match
-        # to float64 precision.
+        # limit_period, which computes a float64 array in float32 (up to
+        # 8e-7 here); the PR #677 pairs above, made by 0.x's numpy
+        # limit_period, match to float64 precision.
         np.testing.assert_allclose(to_new_boxes(old), new['gt_boxes'],
                                    rtol=0, atol=1e-6)
         np.testing.assert_array_equal(to_new_boxes(old)[:, :6],

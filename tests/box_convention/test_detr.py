@@ -1,54 +1,19 @@
-"""DETR-style heads: DETR3D's regression branches (names and shapes of
-mmdet3d v1.4.0 ``projects/DETR3D/detr3d/detr3d_head.py`` lines 79-101:
-``num_reg_fcs=2`` Linear + ReLU pairs, a last ``Linear(256, 10)``, one
-branch per decoder layer, cloned with ``with_box_refine=True`` and the same
-module six times without it), decoded as DETR3D decodes
-(``denormalize_bbox``, v1.4.0 ``projects/DETR3D/detr3d/util.py`` lines
-38-76: sizes ``exp`` of rows 2, 3, 5 and yaw ``atan2(row 6, row 7)``)."""
+"""DETR-style heads: DETR3D's regression branches decoded as DETR3D
+decodes (``tests/helpers/box_heads.py``: ``RegBranches``,
+``detr3d_decode``): the box map of the converted weights' boxes, one
+conversion per distinct tensor, its own inverse."""
 import copy
 import io
 
 import pytest
 import torch
-from torch import nn
 
 from projects.mmdet3d_plugin.box_convention.boxes import to_new_boxes
 from projects.mmdet3d_plugin.box_convention.detr import (
     convert_reg_branches, reg_branch_keys)
-from tests.helpers.box_heads import box_gaps, randomize
-
-EMBED_DIMS, CODE_SIZE, LAYERS = 256, 10, 6
-
-
-class RegBranches(nn.Module):
-    """DETR3D's ``reg_branches`` (``DETR3DHead._init_layers``)."""
-
-    def __init__(self, with_box_refine: bool):
-        super().__init__()
-        branch = nn.Sequential(
-            nn.Linear(EMBED_DIMS, EMBED_DIMS), nn.ReLU(),
-            nn.Linear(EMBED_DIMS, EMBED_DIMS), nn.ReLU(),
-            nn.Linear(EMBED_DIMS, CODE_SIZE))
-        if with_box_refine:
-            self.reg_branches = nn.ModuleList(
-                [copy.deepcopy(branch) for _ in range(LAYERS)])
-        else:
-            self.reg_branches = nn.ModuleList([branch for _ in range(LAYERS)])
-
-    def forward(self, queries):
-        return [branch(queries[i]) for i, branch in
-                enumerate(self.reg_branches)]
-
-
-def decode(code: torch.Tensor) -> torch.Tensor:
-    """DETR3D's ``denormalize_bbox``: the box (cx, cy, cz, size0, size1,
-    h, yaw, vx, vy) of a code (cx, cy, size0, size1, cz, h, sin, cos, vx,
-    vy) (the centre's denormalisation by the reference points and the
-    point cloud range uses rows 0, 1, 4 only, which the map keeps)."""
-    return torch.cat([
-        code[..., [0, 1, 4]], code[..., [2, 3, 5]].exp(),
-        torch.atan2(code[..., 6:7], code[..., 7:8]), code[..., 8:10]
-    ], dim=-1)
+from tests.helpers.box_heads import (EMBED_DIMS, LAYERS, RegBranches,
+                                     box_gaps, randomize)
+from tests.helpers.box_heads import detr3d_decode as decode
 
 
 def _heads(with_box_refine):

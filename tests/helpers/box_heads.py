@@ -9,6 +9,7 @@ from typing import Dict, Optional
 import numpy as np
 import torch
 from mmengine.registry import init_default_scope
+from torch import nn
 
 from tests.helpers.model_steps import CONFIGS, REPO_ROOT
 
@@ -95,3 +96,45 @@ def box_gaps(new: torch.Tensor, mapped: torch.Tensor) -> Dict[str, float]:
 
 def numpy_boxes(instances) -> np.ndarray:
     return instances.bboxes_3d.tensor.detach().numpy()
+
+
+EMBED_DIMS, CODE_SIZE, LAYERS = 256, 10, 6
+
+
+class RegBranches(nn.Module):
+    """DETR3D's ``reg_branches``: names and shapes of mmdet3d v1.4.0
+    ``projects/DETR3D/detr3d/detr3d_head.py`` lines 79-101
+    (``DETR3DHead._init_layers``: ``num_reg_fcs=2`` Linear + ReLU pairs of
+    ``embed_dims=256``, a last ``Linear(256, code_size=10)``, one branch
+    per decoder layer (6, ``configs/detr3d_r101_gridmask.py``), cloned
+    with ``with_box_refine=True``, the same module six times without)."""
+
+    def __init__(self, with_box_refine: bool):
+        super().__init__()
+        branch = nn.Sequential(
+            nn.Linear(EMBED_DIMS, EMBED_DIMS), nn.ReLU(),
+            nn.Linear(EMBED_DIMS, EMBED_DIMS), nn.ReLU(),
+            nn.Linear(EMBED_DIMS, CODE_SIZE))
+        if with_box_refine:
+            self.reg_branches = nn.ModuleList(
+                [copy.deepcopy(branch) for _ in range(LAYERS)])
+        else:
+            self.reg_branches = nn.ModuleList([branch for _ in range(LAYERS)])
+
+    def forward(self, queries):
+        return [branch(queries[i]) for i, branch in
+                enumerate(self.reg_branches)]
+
+
+def detr3d_decode(code: torch.Tensor) -> torch.Tensor:
+    """What DETR3D's ``denormalize_bbox`` (mmdet3d v1.4.0
+    ``projects/DETR3D/detr3d/util.py`` lines 38-76; DETR3D is not
+    installed) makes of a code (cx, cy, size0, size1, cz, h, sin, cos,
+    vx, vy): the box (cx, cy, cz, exp size0, exp size1, exp h,
+    atan2(sin, cos), vx, vy). (The centre's denormalisation by the
+    reference points and the point cloud range uses rows 0, 1 and 4
+    only, which the map keeps.)"""
+    return torch.cat([
+        code[..., [0, 1, 4]], code[..., [2, 3, 5]].exp(),
+        torch.atan2(code[..., 6:7], code[..., 7:8]), code[..., 8:10]
+    ], dim=-1)
