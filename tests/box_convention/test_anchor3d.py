@@ -26,17 +26,8 @@ from projects.mmdet3d_plugin.box_convention.anchor3d import (
 from projects.mmdet3d_plugin.box_convention.boxes import to_new_boxes
 from tests.helpers.box_heads import (box_gaps, build_head, lidar_metas,
                                      load, randomize, yaw_gap)
+from tests.helpers.old_checkpoints import NUS_0X_SIZES
 
-#: v0.18.1 hv_pointpillars_secfpn_sbn-all_4x8_2x_nus-3d.py lines 31-38.
-NUS_0X_SIZES = [
-    [1.95017717, 4.60718145, 1.72270761],  # car
-    [2.4560939, 6.73778078, 2.73004906],  # truck
-    [2.87427237, 12.01320693, 3.81509561],  # trailer
-    [0.60058911, 1.68452161, 1.27192197],  # bicycle
-    [0.66344886, 0.7256437, 1.75748069],  # pedestrian
-    [0.39694519, 0.40359262, 1.06232151],  # traffic_cone
-    [2.49008838, 0.48578221, 0.98297065],  # barrier
-]
 #: v0.18.1 hv_pointpillars_secfpn_kitti.py lines 38-45.
 KITTI_0X_GENERATOR = dict(
     type='Anchor3DRangeGenerator',

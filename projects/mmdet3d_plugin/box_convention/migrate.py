@@ -24,7 +24,6 @@ import torch
 from mmengine.runner.checkpoint import CheckpointLoader
 
 from ..compat.checkpoints import allow_mmengine_checkpoints
-from ..config.loading import read_config
 from ..fileio.atomic import atomic_write
 from .anchor3d import (AnchorHead, anchor_head_prefixes, check_new_config,
                        check_rotations, check_shapes, config_lines,
@@ -266,6 +265,9 @@ def _source_convention(meta: Dict[str, Any], old_model: Any, head: str,
 
 
 def _new_head(config: str, prefix: str) -> dict:
+    # The config loader (and with a 0.x config, mmdet3d's model registry)
+    # loads only for --config: a conversion alone needs torch and mmengine.
+    from ..config.loading import read_config
     cfg, _ = read_config(config)
     head = find_head(cfg.get('model'), prefix)
     if head is None:
