@@ -86,6 +86,8 @@ def test_centerpoint_checkpoint_is_converted_with_its_table(
     keys = centerhead_keys(state)
     convert_centerhead(state, keys)
     assert after['state_dict'].keys() == state.keys()
+    # Each module's version (mmdet3d's spconv layers load by it) is kept.
+    assert after['state_dict']._metadata == before['state_dict']._metadata
     assert all(torch.equal(after['state_dict'][k], v)
                for k, v in state.items())
     meta = after['meta']

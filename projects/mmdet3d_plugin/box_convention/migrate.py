@@ -13,6 +13,7 @@ by 1.x is left alone (nothing written). The optimizer state is dropped:
 its moments are in the old layout, so the result is for ``load_from``,
 not ``--resume``.
 """
+import copy
 import io
 import os.path as osp
 import re
@@ -413,7 +414,10 @@ def migrate_checkpoint(src: str,
                           seconds={'read': read - start})
     if convention.name != 'old':
         return migration
-    new_state = dict(state_dict)
+    # A copy that keeps the state dict's ``_metadata``: mmdet3d's sparse
+    # convolutions read their layout version from it when they load (a
+    # plain dict would have every spconv weight permuted on load).
+    new_state = copy.copy(state_dict)
     _convert(migration, new_state, name, what, old_model, config)
     converted = time.perf_counter()
     out = {k: v for k, v in checkpoint.items() if k not in DROPPED}
