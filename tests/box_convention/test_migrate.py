@@ -40,7 +40,11 @@ def _meta(model: dict, version: str = '0.13.0') -> dict:
 
 
 def _prefixed(prefix: str, module) -> dict:
-    return {prefix + k: v for k, v in module.state_dict().items()}
+    """``module``'s state dict under ``prefix``, as its detector's (an
+    OrderedDict with each module's ``_metadata``)."""
+    parent = torch.nn.Module()
+    setattr(parent, prefix.rstrip('.'), module)
+    return parent.state_dict()
 
 
 @pytest.fixture(scope='module')
