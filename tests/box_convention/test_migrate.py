@@ -298,3 +298,10 @@ def test_tool_converts_and_answers_bad_input_in_one_line(centerpoint_0x,
     assert proc.returncode == 1 and len(errors) == 1, proc.stderr[-3000:]
     assert 'holds no head this tool converts' in errors[0]
     assert 'Traceback' not in proc.stderr
+
+
+def test_the_light_parser_offers_what_the_conversion_knows():
+    """``tool.py`` names the choices itself (it loads before torch)."""
+    from projects.mmdet3d_plugin.box_convention import boxes, migrate, tool
+    assert tool.HEAD_CHOICES == migrate.HEADS
+    assert tool.CONVENTION_CHOICES == boxes.CONVENTIONS
