@@ -83,9 +83,12 @@ def _info_file(tmp_path, name, content: bytes) -> Path:
      r'corrupt or truncated \(EOFError'),
     ('v0x_pkl',
      r"SafeNuScenesDataset: info file '.*v0x\.pkl' is in mmdet3d 0\.x "
-     r"format \(keys 'infos', 'metadata'\); .* Convert it with mmdet3d's "
+     r"format \(keys 'infos', 'metadata'\); .* Create it again with "
+     r'`python tools/create_data\.py nuscenes .*` \(about 2 minutes for '
+     r"v1\.0-trainval on 2 cores\)\. Convert it with mmdet3d's "
      r'`python tools/dataset_converters/update_infos_to_v2\.py --dataset '
-     r'nuscenes --pkl-path .*v0x\.pkl'),
+     r'nuscenes --pkl-path .*v0x\.pkl.*` only if it was made by mmdet3d >= '
+     r'1\.0\.0rc0: it copies the boxes as they are'),
     ('list_pkl',
      r"SafeNuScenesDataset: info file '.*list\.pkl' is not an mmdet3d 1\.x "
      r"info file: expected a dict with keys 'metainfo' and 'data_list', got "

@@ -252,7 +252,7 @@ FAULTS = [
      'tools/create_data.py'),
     ('0.x info file', dict(ann_file='legacy_infos.pkl'), {},
      'config.info_files', 'fail', "legacy_infos.pkl: 0.x",
-     'update_infos_to_v2.py'),
+     'regenerate it with tools/create_data.py'),
     ('accumulation with BatchNorm', dict(extra="presets = ['grad_accum_x2']"),
      {}, 'optim.accumulation_bn', 'warn', 'x2 with 1 BatchNorm layer(s)',
      'batch_size'),

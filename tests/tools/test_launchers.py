@@ -168,6 +168,8 @@ BAD_INPUTS = [
      '{tmp}/no_such_config.py'),
     ('migrate_config', ['{tmp}/no_such_config.py', '{tmp}/out.py'],
      'FileNotFoundError', '{tmp}/no_such_config.py'),
+    ('migrate_checkpoint', ['{tmp}/no_such.pth', '{tmp}/out.py'],
+     'FileNotFoundError', '{tmp}/no_such.pth'),
     ('quickstart', ['--work-dir', '{tmp}/work', '--data-root',
                     '{tmp}/seed1_root'], 'ValueError',
      '{tmp}/seed1_root holds a dataset generated with seed=1'),

@@ -43,8 +43,9 @@ def _probe(*args, pythonpath=str(REPO)):
 
 @pytest.mark.parametrize('tool', [
     'train', 'test', 'failure_report', 'create_synthetic_nuscenes',
-    'create_data', 'doctor', 'migrate_config', 'check_pickle',
-    'find_unused_params', 'profile_pipeline', 'quickstart', 'replay_step'])
+    'create_data', 'doctor', 'migrate_config', 'migrate_checkpoint',
+    'check_pickle', 'find_unused_params', 'profile_pipeline', 'quickstart',
+    'replay_step'])
 def test_help_loads_no_heavy_module(tool):
     proc, loaded = _probe(f'tools/{tool}.py', '--help')
     assert proc.returncode == 0, proc.stderr[-2000:]

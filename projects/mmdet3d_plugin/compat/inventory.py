@@ -548,6 +548,28 @@ OVERRIDES = (
         upstream='torch.autograd.profiler.profile.kineto_results (private)',
         remove_when='torch offers peak memory statistics for the CPU',
         reviewed={'torch': TORCH_RUN}),
+    Override(
+        name='box_convention_layouts',
+        where='box_convention/anchor3d.py: channel_order, direction_swap, '
+        'convert_anchor_head',
+        what="converts 0.x weights (there, and in centerpoint.py and detr.py "
+        "beside it) by how mmdet3d's heads lay out and decode their "
+        "outputs: CenterHead's dim / rot branches "
+        '(SeparateHead.__init__, CenterHead.predict_by_feat, '
+        'CenterPointBBoxCoder.decode), Anchor3DHead\'s channels a * C + k '
+        "(its private _init_layers) over Anchor3DRangeGenerator's anchor "
+        'order, DeltaXYZWLHRBBoxCoder.decode, the direction decoding of the '
+        'private Base3DDenseHead._predict_by_feat_single and its targets '
+        '(get_direction_target), DETR3D\'s reg_branches code (projects/, '
+        "not installed); boxes.py re-implements the box map of mmdet3d's "
+        'tools/update_data_coords.py (update_nuscenes_or_lyft_infos, a '
+        'script that parses sys.argv on import: tests/box_convention/'
+        'test_boxes.py runs it)',
+        upstream='mmdet3d PR #677 (v1.0.0rc0: the box convention); '
+        'projects/DETR3D/old_detr3d_converter.py',
+        remove_when='never for 0.x checkpoints: re-check the conversion '
+        "(tests/box_convention) when a head's layout or decoding changes",
+        reviewed={'mmdet3d': '==1.4.0'}),
 )
 
 

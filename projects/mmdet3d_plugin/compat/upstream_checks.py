@@ -635,4 +635,39 @@ CHECKS: Tuple[Check, ...] = (
             'torch._C._autograd._KinetoEvent.device_type'),
     Private('step_memory_profiler', TORCH,
             'torch._C._autograd._KinetoEvent.nbytes'),
+    # box_convention_layouts: the layouts and decoders the conversions of
+    # 0.x weights rely on.
+    Copy('box_convention_layouts', MMDET3D,
+         'mmdet3d.models.dense_heads.centerpoint_head.SeparateHead.__init__',
+         '8e5848ee293c0d923a16cd4dbf7b8868d294bcc74c875418f7ee6dbbeb4b484a'),
+    Copy('box_convention_layouts', MMDET3D,
+         'mmdet3d.models.dense_heads.centerpoint_head.CenterHead'
+         '.predict_by_feat',
+         '8e89b9a7c7dd106a0c6d72ef1b331561a6be195b92dc5dc4e133ae9be6d6b952'),
+    Copy('box_convention_layouts', MMDET3D,
+         'mmdet3d.models.task_modules.coders.centerpoint_bbox_coders'
+         '.CenterPointBBoxCoder.decode',
+         'ebfd65f558561316016f899f3a6f79769dd2416fa04e8c83bec829848beed5b4'),
+    Copy('box_convention_layouts', MMDET3D,
+         'mmdet3d.models.dense_heads.anchor3d_head.Anchor3DHead._init_layers',
+         'f3ae767ef22803a28b76cf47dc6db24871a4c9f96251e02e455dc53f298e5424'),
+    Copy('box_convention_layouts', MMDET3D,
+         'mmdet3d.models.task_modules.anchor.anchor_3d_generator'
+         '.Anchor3DRangeGenerator.anchors_single_range',
+         '7f3708ee430d52e63dbf1fa70c4604843e09e63d2b6cc2134cf97f6bab46f9e5'),
+    Copy('box_convention_layouts', MMDET3D,
+         'mmdet3d.models.task_modules.anchor.anchor_3d_generator'
+         '.AlignedAnchor3DRangeGenerator.anchors_single_range',
+         'a235b95ac423519faec1f9135d08e02a883871f5ce93b33a5e8734d487ecdab9'),
+    Copy('box_convention_layouts', MMDET3D,
+         'mmdet3d.models.task_modules.coders.delta_xyzwhlr_bbox_coder'
+         '.DeltaXYZWLHRBBoxCoder.decode',
+         'fa600c484655c3a774d6a323552ecc464ffaa47635e7e2f6b3397ee6d786de72'),
+    Copy('box_convention_layouts', MMDET3D,
+         'mmdet3d.models.dense_heads.base_3d_dense_head.Base3DDenseHead'
+         '._predict_by_feat_single',
+         'e6b4c43a7a1770c6818bb0c3cc57490f23bdce1419da5b8b7b14009639d35521'),
+    Copy('box_convention_layouts', MMDET3D,
+         'mmdet3d.models.dense_heads.train_mixins.get_direction_target',
+         'f9d6e09a44236cd3d900aa5552d0a86557fa1d088670c6d488e0f5026031b764'),
 )

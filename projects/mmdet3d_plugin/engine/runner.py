@@ -7,6 +7,7 @@ from mmengine.optim import OptimWrapper, OptimWrapperDict, _ParamScheduler
 from mmengine.runner import Runner
 from mmdet3d.registry import RUNNERS
 
+from ..box_convention.migrate import unconverted_note
 from ..config.optim_wrapper import is_multi_wrapper, validate_optim_wrapper
 from ..datasets.heap import frozen_heap_worker_init
 from ..datasets.wrappers import share_index_lists
@@ -66,7 +67,11 @@ class PluginRunner(Runner):
       (``engine/activation_checkpointing``), which keeps the gradients,
       BatchNorm statistics and random draws of training without it, when
       the Runner is built; mmengine's reentrant wrapper never sees the
-      key, and a :class:`GradientCoverageHook` checks the first backward.
+      key, and a :class:`GradientCoverageHook` checks the first backward;
+    - :meth:`load_checkpoint` (``load_from``, ``--resume``,
+      ``tools/test.py``) warns in one line when the checkpoint's boxes are
+      in mmdet3d 0.x's convention, with the command that converts it
+      (``box_convention/``).
 
     :func:`projects.mmdet3d_plugin.load_config` selects it
     (``runner_type='PluginRunner'``); build it with mmdet3d's ``RUNNERS``.
@@ -100,6 +105,17 @@ class PluginRunner(Runner):
             f'checkpointed (non-reentrant): {", ".join(names)}')
         if not any(isinstance(h, GradientCoverageHook) for h in self.hooks):
             self.register_hook(GradientCoverageHook())
+
+    def load_checkpoint(self, filename: str, *args, **kwargs) -> dict:
+        """mmengine's ``load_checkpoint`` (every load of a run goes through
+        it: ``load_from``, ``resume``, ``tools/test.py``); then one warning
+        when the checkpoint is in the 0.x box convention
+        (:func:`~..box_convention.migrate.unconverted_note`)."""
+        checkpoint = super().load_checkpoint(filename, *args, **kwargs)
+        note = unconverted_note(checkpoint, filename)
+        if note:
+            self.logger.warning(note)
+        return checkpoint
 
     @staticmethod
     def build_dataloader(dataloader, seed: Optional[int] = None,

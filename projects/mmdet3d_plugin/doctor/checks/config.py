@@ -229,9 +229,12 @@ def check_info_files(ctx: DoctorContext) -> CheckResult:
             script = mmdet3d_converter_dir() / 'update_infos_to_v2.py'
             dataset = 'nuscenes' if 'nuscenes' in osp.basename(bad) \
                 else '<dataset>'
-            fix = (f'convert it to 1.x: python {script} --dataset {dataset} '
-                   f'--pkl-path {bad} --out-dir {osp.dirname(bad) or "."} '
-                   '(or regenerate it with tools/create_data.py)')
+            fix = ('regenerate it with tools/create_data.py (about 2 '
+                   'minutes for v1.0-trainval on 2 cores); made by mmdet3d '
+                   f'>= 1.0.0rc0, it converts too: python {script} --dataset '
+                   f'{dataset} --pkl-path {bad} --out-dir '
+                   f'{osp.dirname(bad) or "."} (which keeps the boxes as they '
+                   'are: (w, l, h, θ) in infos made before 1.0.0rc0)')
         else:
             fix = ('regenerate it with tools/create_data.py nuscenes; mmdet3d '
                    "1.x reads {'metainfo': ..., 'data_list': [...]}")
