@@ -25,7 +25,8 @@ from projects.mmdet3d_plugin.box_convention.anchor3d import (
     direction_swap, fitting_offsets, new_offset_for, read_anchor_head)
 from projects.mmdet3d_plugin.box_convention.boxes import to_new_boxes
 from tests.helpers.box_heads import (box_gaps, build_head, lidar_metas,
-                                     load, randomize, yaw_gap)
+                                     randomize, yaw_gap)
+from tests.helpers.model_steps import load
 from tests.helpers.old_checkpoints import NUS_0X_SIZES
 
 #: v0.18.1 hv_pointpillars_secfpn_kitti.py lines 38-45.

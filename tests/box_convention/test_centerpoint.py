@@ -8,7 +8,8 @@ from projects.mmdet3d_plugin.box_convention.boxes import to_new_boxes
 from projects.mmdet3d_plugin.box_convention.centerpoint import (
     centerhead_keys, convert_centerhead)
 from tests.helpers.box_heads import (box_gaps, build_head, converted_copy,
-                                     lidar_metas, load, randomize)
+                                     lidar_metas, randomize)
+from tests.helpers.model_steps import load
 
 # Circle NMS keeps or drops boxes by their centres only, which the box
 # map keeps: the rotated NMS of the shipped configs judges overlaps of

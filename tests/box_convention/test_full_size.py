@@ -12,8 +12,7 @@ from mmdet3d.registry import MODELS
 from mmengine.registry import init_default_scope
 
 from projects.mmdet3d_plugin.box_convention.migrate import migrate_checkpoint
-from tests.helpers.box_heads import load
-from tests.helpers.model_steps import CONFIGS, REPO_ROOT
+from tests.helpers.model_steps import CONFIGS, REPO_ROOT, load
 from tests.helpers.old_checkpoints import old_checkpoint
 
 pytestmark = pytest.mark.full_size

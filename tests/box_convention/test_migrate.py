@@ -22,8 +22,8 @@ from projects.mmdet3d_plugin.box_convention.centerpoint import (
 from projects.mmdet3d_plugin.box_convention.migrate import migrate_checkpoint
 from projects.mmdet3d_plugin.box_convention.tool import main
 from projects.mmdet3d_plugin.constants import NUSCENES_CLASSES
-from tests.helpers.box_heads import (RegBranches, build_head, load,
-                                     randomize)
+from tests.helpers.box_heads import RegBranches, build_head, randomize
+from tests.helpers.model_steps import load
 from tests.helpers.old_checkpoints import NUS_0X_SIZES
 
 REPO = Path(__file__).resolve().parents[2]

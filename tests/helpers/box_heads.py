@@ -4,24 +4,12 @@ random features, each head's own 1.x decoder, and the boxes compared
 under the box map."""
 import copy
 import math
-from typing import Dict, Optional
+from typing import Dict
 
 import numpy as np
 import torch
 from mmengine.registry import init_default_scope
 from torch import nn
-
-from tests.helpers.model_steps import CONFIGS, REPO_ROOT
-
-
-def load(name: str, cfg_options: Optional[dict] = None):
-    """A config by :data:`~tests.helpers.model_steps.CONFIGS` name, file
-    or ``mmdet3d::`` path, loaded as the tools load it."""
-    from projects.mmdet3d_plugin import load_config
-    path = CONFIGS.get(name, name)
-    if '::' not in path:
-        path = str(REPO_ROOT / path)
-    return load_config(path, cfg_options=cfg_options)
 
 
 def build_head(head_cfg: dict, train_cfg=None, test_cfg=None):

@@ -24,7 +24,8 @@ from typing import Dict, List, Tuple
 import torch
 from mmengine.registry import init_default_scope
 
-from tests.helpers.box_heads import build_head, lidar_metas, load
+from tests.helpers.box_heads import build_head, lidar_metas
+from tests.helpers.model_steps import load
 
 PREFIX = dict(pts='samples/LIDAR_TOP', img='', sweeps='sweeps/LIDAR_TOP')
 #: Heatmap logits at a box's cell and elsewhere (sigmoid 1.0 and 4.5e-5,

@@ -3,7 +3,7 @@ its own train pipeline from the generated data at nuScenes density; the
 same batch again with a change (activation checkpointing), compared."""
 import copy
 from pathlib import Path
-from typing import Dict, Tuple
+from typing import Dict, Optional, Tuple
 
 import torch
 from mmengine.dataset import pseudo_collate
@@ -24,6 +24,16 @@ CONFIGS = {
 }
 
 
+def load(name: str, cfg_options: Optional[dict] = None):
+    """A config by :data:`CONFIGS` name, file or ``mmdet3d::`` path,
+    loaded as the tools load it."""
+    from projects.mmdet3d_plugin import load_config
+    path = CONFIGS.get(name, name)
+    if '::' not in path:
+        path = str(REPO_ROOT / path)
+    return load_config(path, cfg_options=cfg_options)
+
+
 def model_and_batch(name: str, data_root, batch_size: int, seed: int = 0,
                     cfg_options: dict = None):
     """The config's model (train mode, seeded init) and one preprocessed
@@ -35,11 +45,9 @@ def model_and_batch(name: str, data_root, batch_size: int, seed: int = 0,
     """
     from mmdet3d.registry import DATASETS, MODELS
     from mmengine.runner import set_random_seed
-    from projects.mmdet3d_plugin import load_config
     from projects.mmdet3d_plugin.config.data_root import redirect_data_root
 
-    cfg = load_config(str(REPO_ROOT / CONFIGS.get(name, name)),
-                      cfg_options=cfg_options)
+    cfg = load(name, cfg_options=cfg_options)
     redirect_data_root(cfg, data_root)
     init_default_scope('mmdet3d')
     set_random_seed(seed)

@@ -26,8 +26,8 @@ from mmengine.config import Config
 from torch import nn
 
 from projects.mmdet3d_plugin.constants import NUSCENES_CLASSES
-from tests.helpers.box_heads import (EMBED_DIMS, LAYERS, RegBranches, load,
-                                     randomize)
+from tests.helpers.box_heads import EMBED_DIMS, LAYERS, RegBranches, randomize
+from tests.helpers.model_steps import load
 
 NAMES = ('voxel0075', 'pillar02', 'voxelnet_pillar02', 'detr3d',
          'detr3d_no_refine')
