@@ -174,14 +174,15 @@ def unconverted_note(checkpoint: Any, filename: str) -> Optional[str]:
         str | None: The warning, naming the command that converts it.
     """
     if not isinstance(checkpoint, dict) or not isinstance(
-            checkpoint.get('state_dict'), dict) or not find_heads(
-                checkpoint['state_dict']):
+            checkpoint.get('state_dict'), dict):
         return None
     meta = checkpoint.get('meta')
     meta = meta if isinstance(meta, dict) else {}
     convention = from_meta(meta)
     ambiguous = convention.name is None and mmdet3d_version(meta) is not None
-    if convention.name != 'old' and not ambiguous:
+    # The meta first: a 1.x checkpoint (every resume) needs no key scan.
+    if (convention.name != 'old' and not ambiguous) or not find_heads(
+            checkpoint['state_dict']):
         return None
     stem = str(filename)
     stem = stem[:-4] if stem.endswith('.pth') else stem
